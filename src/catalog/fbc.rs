@@ -1,0 +1,634 @@
+//! File-based catalogs (FBC): reading JSON/YAML meta streams, and writing them back (render).
+//!
+//! Reading follows upstream's loader: walk the tree in lexical order honouring `.indexignore`
+//! files (gitignore syntax, scoped to their directory), parse every other file as a JSON object
+//! stream (first non-space byte `{`) or a YAML multi-document stream, compare top-level keys
+//! case-insensitively, and keep each meta as canonical JSON. Typed decoding of the four OLM
+//! schemas into [`Decl`]s happens here too; everything else becomes a custom [`Meta`].
+
+use super::Decl;
+use crate::diag::{Diagnostic, Rule};
+use crate::json;
+use crate::model::*;
+use serde::Deserialize;
+use serde_json::{Map, Value};
+use std::path::Path;
+
+/// One decoded document, before typing.
+#[derive(Debug, Clone)]
+pub struct RawMeta {
+    pub schema: String,
+    pub package: String,
+    pub name: String,
+    pub value: Map<String, Value>,
+    pub origin: Origin,
+}
+
+/// Reads every meta of an FBC directory tree (or a single file).
+pub fn read_path(root: &Path, diags: &mut Vec<Diagnostic>) -> Vec<Decl> {
+    let mut decls = Vec::new();
+    if root.is_file() {
+        read_file(root, &mut decls, diags);
+        return decls;
+    }
+    let walker = ignore::WalkBuilder::new(root)
+        .standard_filters(false)
+        .add_custom_ignore_filename(".indexignore")
+        .sort_by_file_name(|a, b| a.cmp(b))
+        .build();
+    for entry in walker {
+        match entry {
+            Ok(e) => {
+                let is_file = e.file_type().map(|t| !t.is_dir()).unwrap_or(false);
+                if is_file && e.file_name() != ".indexignore" {
+                    read_file(e.path(), &mut decls, diags);
+                }
+            }
+            Err(err) => diags.push(Diagnostic::error(
+                Rule::Parse,
+                format!("cannot walk {}: {err}", root.display()),
+            )),
+        }
+    }
+    decls
+}
+
+fn read_file(path: &Path, decls: &mut Vec<Decl>, diags: &mut Vec<Diagnostic>) {
+    let display = path.display().to_string();
+    match std::fs::read(path) {
+        Ok(bytes) => {
+            for raw in decode_bytes(&bytes, &display, diags) {
+                if let Some(d) = to_decl(raw, diags) {
+                    decls.push(d);
+                }
+            }
+        }
+        Err(e) => diags.push(
+            Diagnostic::error(Rule::Parse, format!("cannot read file: {e}"))
+                .at(&Origin::file(&display)),
+        ),
+    }
+}
+
+/// Splits one file's bytes into metas. Never panics on any input.
+pub fn decode_bytes(bytes: &[u8], file: &str, diags: &mut Vec<Diagnostic>) -> Vec<RawMeta> {
+    let text = match std::str::from_utf8(bytes) {
+        Ok(t) => t,
+        Err(e) => {
+            diags.push(
+                Diagnostic::error(Rule::Parse, format!("file is not valid UTF-8: {e}"))
+                    .at(&Origin::file(file)),
+            );
+            return Vec::new();
+        }
+    };
+    let first = text.trim_start().chars().next();
+    let docs = if first == Some('{') {
+        match decode_json_stream(text) {
+            Ok(docs) => docs,
+            Err((n, e)) if n >= 2 => {
+                diags.push(
+                    Diagnostic::error(Rule::Parse, format!("invalid JSON: {e}"))
+                        .at(&Origin::doc(file, n + 1)),
+                );
+                return Vec::new();
+            }
+            // Not two objects in: upstream falls back to YAML for the whole file.
+            Err(_) => match decode_yaml_stream(text) {
+                Ok(docs) => docs,
+                Err((n, e)) => {
+                    diags.push(
+                        Diagnostic::error(Rule::Parse, format!("invalid JSON or YAML: {e}"))
+                            .at(&Origin::doc(file, n + 1)),
+                    );
+                    return Vec::new();
+                }
+            },
+        }
+    } else {
+        match decode_yaml_stream(text) {
+            Ok(docs) => docs,
+            Err((n, e)) => {
+                diags.push(
+                    Diagnostic::error(Rule::Parse, format!("invalid YAML: {e}"))
+                        .at(&Origin::doc(file, n + 1)),
+                );
+                return Vec::new();
+            }
+        }
+    };
+    let mut metas = Vec::with_capacity(docs.len());
+    for (i, doc) in docs.into_iter().enumerate() {
+        let origin = Origin::doc(file, i + 1);
+        match to_raw_meta(doc, &origin) {
+            Ok(m) => metas.push(m),
+            Err(d) => diags.push(d.at(&origin)),
+        }
+    }
+    metas
+}
+
+type StreamError = (usize, String);
+
+fn decode_json_stream(text: &str) -> Result<Vec<Value>, StreamError> {
+    let mut docs = Vec::new();
+    for v in serde_json::Deserializer::from_str(text).into_iter::<Value>() {
+        match v {
+            Ok(v) => docs.push(v),
+            Err(e) => return Err((docs.len(), e.to_string())),
+        }
+    }
+    Ok(docs)
+}
+
+fn decode_yaml_stream(text: &str) -> Result<Vec<Value>, StreamError> {
+    // A block scalar that ends the file without a newline still keeps its final line break
+    // under clip chomping in Go's YAML library; libyaml drops it. Restore Go's behaviour.
+    let owned;
+    let text = if text.ends_with('\n') {
+        text
+    } else {
+        owned = format!("{text}\n");
+        &owned
+    };
+    let mut docs = Vec::new();
+    for de in yaml_serde::Deserializer::from_str(text) {
+        match Value::deserialize(de) {
+            Ok(v) => docs.push(v),
+            Err(e) => return Err((docs.len(), e.to_string())),
+        }
+    }
+    Ok(docs)
+}
+
+fn to_raw_meta(doc: Value, origin: &Origin) -> Result<RawMeta, Diagnostic> {
+    let Value::Object(map) = doc else {
+        let what = match doc {
+            Value::Null => "an empty document",
+            Value::Array(_) => "a list",
+            _ => "a scalar",
+        };
+        return Err(Diagnostic::error(
+            Rule::Schema,
+            format!("expected an object with a \"schema\" key, found {what}"),
+        ));
+    };
+    // Top-level keys are compared case-insensitively; two spellings of one key are an error.
+    let mut folded: std::collections::BTreeMap<String, Vec<&String>> = Default::default();
+    for k in map.keys() {
+        folded.entry(k.to_lowercase()).or_default().push(k);
+    }
+    if let Some((k, spellings)) = folded.iter().find(|(_, v)| v.len() > 1) {
+        let list: Vec<&str> = spellings.iter().map(|s| s.as_str()).collect();
+        return Err(Diagnostic::error(
+            Rule::Schema,
+            format!("duplicate keys for key {k:?}: [{}]", list.join(" ")),
+        ));
+    }
+    let key_str = |key: &str| -> Result<String, Diagnostic> {
+        match get_ci(&map, key) {
+            None | Some(Value::Null) => Ok(String::new()),
+            Some(Value::String(s)) => Ok(s.clone()),
+            Some(other) => Err(Diagnostic::error(
+                Rule::Schema,
+                format!(
+                    "expected value for key {key:?} to be a string, got {}",
+                    type_name(other)
+                ),
+            )),
+        }
+    };
+    let schema = key_str("schema")?;
+    let package = key_str("package")?;
+    let name = key_str("name")?;
+    if schema.is_empty() {
+        return Err(Diagnostic::error(
+            Rule::Schema,
+            "object is missing root schema field",
+        ));
+    }
+    Ok(RawMeta {
+        schema,
+        package,
+        name,
+        value: map,
+        origin: origin.clone(),
+    })
+}
+
+/// Case-insensitive field lookup, preferring an exact match (Go `encoding/json` rules).
+fn get_ci<'a>(m: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
+    m.get(key).or_else(|| {
+        m.iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(key) || k.to_lowercase() == key.to_lowercase())
+            .map(|(_, v)| v)
+    })
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "list",
+        Value::Object(_) => "object",
+    }
+}
+
+/// Typed field access with error messages that name the field path.
+struct Fields<'a> {
+    map: &'a Map<String, Value>,
+    what: &'a str,
+    path: String,
+}
+
+impl<'a> Fields<'a> {
+    fn new(map: &'a Map<String, Value>, what: &'a str, path: String) -> Self {
+        Fields { map, what, path }
+    }
+    fn err(&self, field: &str, expected: &str, got: &Value) -> Diagnostic {
+        let sep = if self.path.is_empty() { "" } else { "." };
+        Diagnostic::error(
+            Rule::Schema,
+            format!(
+                "parse {}: field \"{}{sep}{field}\" must be {expected}, found {}",
+                self.what,
+                self.path,
+                type_name(got)
+            ),
+        )
+    }
+    fn string(&self, field: &str) -> Result<String, Diagnostic> {
+        match get_ci(self.map, field) {
+            None | Some(Value::Null) => Ok(String::new()),
+            Some(Value::String(s)) => Ok(s.clone()),
+            Some(v) => Err(self.err(field, "a string", v)),
+        }
+    }
+    fn list(&self, field: &str) -> Result<&'a [Value], Diagnostic> {
+        match get_ci(self.map, field) {
+            None | Some(Value::Null) => Ok(&[]),
+            Some(Value::Array(a)) => Ok(a),
+            Some(v) => Err(self.err(field, "a list", v)),
+        }
+    }
+    fn object(&self, field: &str) -> Result<Option<&'a Map<String, Value>>, Diagnostic> {
+        match get_ci(self.map, field) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Object(o)) => Ok(Some(o)),
+            Some(v) => Err(self.err(field, "an object", v)),
+        }
+    }
+    fn objects(&self, field: &str) -> Result<Vec<(String, &'a Map<String, Value>)>, Diagnostic> {
+        let mut out = Vec::new();
+        for (i, v) in self.list(field)?.iter().enumerate() {
+            match v {
+                Value::Object(o) => out.push((self.sub(&format!("{field}[{i}]")), o)),
+                other => return Err(self.err(&format!("{field}[{i}]"), "an object", other)),
+            }
+        }
+        Ok(out)
+    }
+    fn strings(&self, field: &str) -> Result<Vec<String>, Diagnostic> {
+        let mut out = Vec::new();
+        for (i, v) in self.list(field)?.iter().enumerate() {
+            match v {
+                Value::String(s) => out.push(s.clone()),
+                other => return Err(self.err(&format!("{field}[{i}]"), "a string", other)),
+            }
+        }
+        Ok(out)
+    }
+    fn sub(&self, field: &str) -> String {
+        if self.path.is_empty() {
+            field.to_string()
+        } else {
+            format!("{}.{field}", self.path)
+        }
+    }
+    fn properties(&self) -> Result<Vec<Property>, Diagnostic> {
+        let mut props = Vec::new();
+        for (path, o) in self.objects("properties")? {
+            let f = Fields::new(o, self.what, path);
+            let ty = f.string("type")?;
+            let value = get_ci(o, "value").cloned().unwrap_or(Value::Null);
+            props.push(Property {
+                r#type: ty,
+                value: json::canonical(&value),
+            });
+        }
+        Ok(props)
+    }
+}
+
+/// Types an FBC meta into a [`Decl`]; reports shape errors as diagnostics.
+pub fn to_decl(raw: RawMeta, diags: &mut Vec<Diagnostic>) -> Option<Decl> {
+    let origin = raw.origin.clone();
+    let result = match raw.schema.as_str() {
+        schema::PACKAGE => decode_package(&raw),
+        schema::CHANNEL => decode_channel(&raw),
+        schema::BUNDLE => decode_bundle(&raw),
+        schema::DEPRECATIONS => decode_deprecations(&raw),
+        _ => Ok(Decl::Other(Meta {
+            blob: json::canonical(&Value::Object(raw.value.clone())),
+            schema: raw.schema,
+            package: raw.package,
+            name: raw.name,
+            origin: raw.origin,
+        })),
+    };
+    match result {
+        Ok(d) => Some(d),
+        Err(d) => {
+            diags.push(d.at(&origin));
+            None
+        }
+    }
+}
+
+fn decode_package(raw: &RawMeta) -> Result<Decl, Diagnostic> {
+    let f = Fields::new(&raw.value, "package", String::new());
+    let icon = match f.object("icon")? {
+        Some(o) => {
+            let fi = Fields::new(o, "package", "icon".into());
+            Some(Icon {
+                base64data: fi.string("base64data")?,
+                mediatype: fi.string("mediatype")?,
+            })
+        }
+        None => None,
+    };
+    Ok(Decl::Package(Package {
+        name: raw.name.clone(),
+        default_channel: f.string("defaultChannel")?,
+        icon,
+        description: f.string("description")?,
+        properties: f.properties()?,
+        origin: raw.origin.clone(),
+        ..Default::default()
+    }))
+}
+
+fn decode_channel(raw: &RawMeta) -> Result<Decl, Diagnostic> {
+    let f = Fields::new(&raw.value, "channel", String::new());
+    let mut entries = Vec::new();
+    for (path, o) in f.objects("entries")? {
+        let e = Fields::new(o, "channel", path);
+        entries.push(ChannelEntry {
+            name: e.string("name")?,
+            replaces: e.string("replaces")?,
+            skips: e.strings("skips")?,
+            skip_range: e.string("skipRange")?,
+        });
+    }
+    Ok(Decl::Channel(
+        raw.package.clone(),
+        Channel {
+            name: raw.name.clone(),
+            entries,
+            properties: f.properties()?,
+            origin: raw.origin.clone(),
+        },
+    ))
+}
+
+fn decode_bundle(raw: &RawMeta) -> Result<Decl, Diagnostic> {
+    let f = Fields::new(&raw.value, "bundle", String::new());
+    let mut related_images = Vec::new();
+    for (path, o) in f.objects("relatedImages")? {
+        let r = Fields::new(o, "bundle", path);
+        related_images.push(RelatedImage {
+            name: r.string("name")?,
+            image: r.string("image")?,
+        });
+    }
+    Ok(Decl::Bundle(Bundle {
+        name: raw.name.clone(),
+        package: raw.package.clone(),
+        image: f.string("image")?,
+        properties: f.properties()?,
+        related_images,
+        origin: raw.origin.clone(),
+    }))
+}
+
+fn decode_deprecations(raw: &RawMeta) -> Result<Decl, Diagnostic> {
+    let f = Fields::new(&raw.value, "deprecation", String::new());
+    let mut entries = Vec::new();
+    for (path, o) in f.objects("entries")? {
+        let e = Fields::new(o, "deprecation", path.clone());
+        let (schema, name) = match e.object("reference")? {
+            Some(r) => {
+                let fr = Fields::new(r, "deprecation", format!("{path}.reference"));
+                (fr.string("schema")?, fr.string("name")?)
+            }
+            None => (String::new(), String::new()),
+        };
+        entries.push(DeprecationEntry {
+            schema,
+            name,
+            message: e.string("message")?,
+        });
+    }
+    Ok(Decl::Deprecations(
+        raw.package.clone(),
+        Deprecations {
+            entries,
+            origin: raw.origin.clone(),
+        },
+    ))
+}
+
+/// Output formats of [`render`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum RenderFormat {
+    Json,
+    Yaml,
+}
+
+/// Writes the catalog as FBC. Packages in name order; within a package: the package, its
+/// channels, its bundles (by name), its deprecations; custom metas last, in input order.
+/// The output is a fixed point: reading it back and rendering again gives the same bytes.
+pub fn render(
+    catalog: &Catalog,
+    format: RenderFormat,
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    for pkg in catalog.packages.values() {
+        emit(&package_value(pkg), format, out)?;
+        for ch in pkg.channels.values() {
+            emit(&channel_value(&pkg.name, ch), format, out)?;
+        }
+        for b in pkg.bundles.values() {
+            emit(&bundle_value(b), format, out)?;
+        }
+        if let Some(d) = &pkg.deprecations {
+            emit(&deprecations_value(&pkg.name, d), format, out)?;
+        }
+    }
+    for m in &catalog.others {
+        let v: Value = serde_json::from_str(&m.blob).unwrap_or(Value::Null);
+        emit(&Ordered::from_value(v), format, out)?;
+    }
+    Ok(())
+}
+
+/// A JSON object that keeps its keys in the order they were added (Go struct field order).
+struct Ordered(Vec<(String, Value)>);
+
+impl Ordered {
+    /// A custom meta: its own keys, sorted.
+    fn from_value(v: Value) -> Self {
+        match v {
+            Value::Object(m) => Ordered(m.into_iter().collect()),
+            _ => Ordered(vec![]),
+        }
+    }
+    fn push(mut self, k: &str, v: Value) -> Self {
+        self.0.push((k.to_string(), v));
+        self
+    }
+    fn push_nonempty(self, k: &str, v: &str) -> Self {
+        if v.is_empty() {
+            self
+        } else {
+            self.push(k, Value::String(v.to_string()))
+        }
+    }
+    fn to_json(&self) -> String {
+        let mut s = String::from("{");
+        for (i, (k, v)) in self.0.iter().enumerate() {
+            if i > 0 {
+                s.push(',');
+            }
+            json::write_string(&mut s, k);
+            s.push(':');
+            s.push_str(&json::canonical(v));
+        }
+        s.push('}');
+        s
+    }
+}
+
+fn props_value(props: &[Property]) -> Value {
+    Value::Array(
+        props
+            .iter()
+            .map(|p| {
+                let mut m = Map::new();
+                m.insert("type".into(), Value::String(p.r#type.clone()));
+                m.insert(
+                    "value".into(),
+                    serde_json::from_str(&p.value).unwrap_or(Value::Null),
+                );
+                Value::Object(m)
+            })
+            .collect(),
+    )
+}
+
+fn package_value(p: &Package) -> Ordered {
+    let mut o = Ordered(vec![])
+        .push("schema", schema::PACKAGE.into())
+        .push("name", p.name.clone().into())
+        .push_nonempty("defaultChannel", &p.default_channel);
+    if let Some(icon) = &p.icon {
+        o = o.push(
+            "icon",
+            serde_json::json!({"base64data": icon.base64data, "mediatype": icon.mediatype}),
+        );
+    }
+    o = o.push_nonempty("description", &p.description);
+    if !p.properties.is_empty() {
+        o = o.push("properties", props_value(&p.properties));
+    }
+    o
+}
+
+fn channel_value(pkg: &str, c: &Channel) -> Ordered {
+    let entries = c
+        .entries
+        .iter()
+        .map(|e| {
+            let mut m = Map::new();
+            m.insert("name".into(), e.name.clone().into());
+            if !e.replaces.is_empty() {
+                m.insert("replaces".into(), e.replaces.clone().into());
+            }
+            if !e.skips.is_empty() {
+                m.insert("skips".into(), e.skips.clone().into());
+            }
+            if !e.skip_range.is_empty() {
+                m.insert("skipRange".into(), e.skip_range.clone().into());
+            }
+            Value::Object(m)
+        })
+        .collect();
+    let mut o = Ordered(vec![])
+        .push("schema", schema::CHANNEL.into())
+        .push("name", c.name.clone().into())
+        .push("package", pkg.into())
+        .push("entries", Value::Array(entries));
+    if !c.properties.is_empty() {
+        o = o.push("properties", props_value(&c.properties));
+    }
+    o
+}
+
+fn bundle_value(b: &Bundle) -> Ordered {
+    let mut o = Ordered(vec![])
+        .push("schema", schema::BUNDLE.into())
+        .push("name", b.name.clone().into())
+        .push("package", b.package.clone().into())
+        .push("image", b.image.clone().into())
+        .push("properties", props_value(&b.properties));
+    if !b.related_images.is_empty() {
+        let imgs = b
+            .related_images
+            .iter()
+            .map(|r| serde_json::json!({"name": r.name, "image": r.image}))
+            .collect();
+        o = o.push("relatedImages", Value::Array(imgs));
+    }
+    o
+}
+
+fn deprecations_value(pkg: &str, d: &Deprecations) -> Ordered {
+    let entries = d
+        .entries
+        .iter()
+        .map(|e| {
+            let mut r = Map::new();
+            r.insert("schema".into(), e.schema.clone().into());
+            if !e.name.is_empty() {
+                r.insert("name".into(), e.name.clone().into());
+            }
+            serde_json::json!({"reference": Value::Object(r), "message": e.message})
+        })
+        .collect();
+    Ordered(vec![])
+        .push("schema", schema::DEPRECATIONS.into())
+        .push("package", pkg.into())
+        .push("entries", Value::Array(entries))
+}
+
+fn emit(o: &Ordered, format: RenderFormat, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+    match format {
+        RenderFormat::Json => {
+            // One compact object per line: a JSON object stream that is also JSON Lines.
+            out.write_all(o.to_json().as_bytes())?;
+            out.write_all(b"\n")
+        }
+        RenderFormat::Yaml => {
+            let mut m = Map::new();
+            for (k, v) in &o.0 {
+                m.insert(k.clone(), v.clone());
+            }
+            let y = yaml_serde::to_string(&Value::Object(m))
+                .map_err(|e| std::io::Error::other(e.to_string()))?;
+            out.write_all(b"---\n")?;
+            out.write_all(y.as_bytes())
+        }
+    }
+}

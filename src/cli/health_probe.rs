@@ -1,0 +1,252 @@
+//! `opreg health-probe`, also installed as `grpc_health_probe`: a gRPC health check client
+//! with grpc_health_probe's flags and exit codes, so OLM's exec probes run unchanged.
+//!
+//! Exit codes: 0 SERVING, 1 bad arguments, 2 connection failure, 3 RPC failure or timeout,
+//! 4 the status was not SERVING.
+
+use std::time::Duration;
+use tonic_health::pb::{
+    health_check_response::ServingStatus, health_client::HealthClient, HealthCheckRequest,
+};
+
+pub const EXIT_SERVING: i32 = 0;
+pub const EXIT_ARGS: i32 = 1;
+pub const EXIT_CONNECT: i32 = 2;
+pub const EXIT_RPC: i32 = 3;
+pub const EXIT_UNHEALTHY: i32 = 4;
+
+/// Check a gRPC server's health, as grpc_health_probe does.
+///
+/// Exit codes: 0 SERVING, 1 bad arguments, 2 connection failure, 3 RPC failure, 4 not SERVING.
+#[derive(clap::Args, Debug, Clone)]
+pub struct Args {
+    /// Address to dial; a bare `:PORT` means this host.
+    #[arg(long, default_value = ":50051")]
+    pub addr: String,
+    /// Service name to ask about ("" means the server as a whole).
+    #[arg(long, default_value = "")]
+    pub service: String,
+    /// Timeout for establishing the connection (Go duration: 1s, 500ms, 2m).
+    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    pub connect_timeout: Duration,
+    /// Timeout for the health RPC.
+    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    pub rpc_timeout: Duration,
+}
+
+/// Parses a Go duration such as `1s`, `500ms`, `1m30s`, `2.5s`.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let mut total = 0f64;
+    let mut rest = s.trim();
+    if rest.is_empty() {
+        return Err("empty duration".into());
+    }
+    if rest == "0" {
+        return Ok(Duration::ZERO);
+    }
+    while !rest.is_empty() {
+        let num_len = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        if num_len == 0 {
+            return Err(format!("invalid duration {s:?}"));
+        }
+        let n: f64 = rest[..num_len]
+            .parse()
+            .map_err(|_| format!("invalid duration {s:?}"))?;
+        rest = &rest[num_len..];
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let scale = match &rest[..unit_len] {
+            "ns" => 1e-9,
+            "us" | "µs" => 1e-6,
+            "ms" => 1e-3,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            u => return Err(format!("invalid duration {s:?}: unknown unit {u:?}")),
+        };
+        total += n * scale;
+        rest = &rest[unit_len..];
+    }
+    Ok(Duration::from_secs_f64(total))
+}
+
+/// Parses grpc_health_probe's Go-style flags (`-addr=:50051`, `-addr :50051`, `--addr=...`).
+pub fn parse_go_flags(args: &[std::ffi::OsString]) -> Result<Args, String> {
+    let mut a = Args {
+        addr: ":50051".into(),
+        service: String::new(),
+        connect_timeout: Duration::from_secs(1),
+        rpc_timeout: Duration::from_secs(1),
+    };
+    let args: Vec<String> = args
+        .iter()
+        .map(|s| s.to_string_lossy().to_string())
+        .collect();
+    let mut i = 0;
+    while i < args.len() {
+        let raw = args[i].trim_start_matches('-');
+        if !args[i].starts_with('-') {
+            return Err(format!("unexpected argument {:?}", args[i]));
+        }
+        let (name, inline) = match raw.split_once('=') {
+            Some((n, v)) => (n, Some(v.to_string())),
+            None => (raw, None),
+        };
+        let bool_flag =
+            name.starts_with("tls") || matches!(name, "v" | "version" | "gzip" | "alts" | "spiffe");
+        let value = if bool_flag {
+            inline.unwrap_or_else(|| "true".into())
+        } else if let Some(v) = inline {
+            v
+        } else {
+            i += 1;
+            args.get(i)
+                .cloned()
+                .ok_or_else(|| format!("flag needs an argument: -{name}"))?
+        };
+        match name {
+            "addr" => a.addr = value,
+            "service" => a.service = value,
+            "connect-timeout" => a.connect_timeout = parse_duration(&value)?,
+            "rpc-timeout" => a.rpc_timeout = parse_duration(&value)?,
+            "user-agent" | "rpc-header" => {}
+            n if n.starts_with("tls") || n == "alts" || n == "spiffe" => {
+                if value != "false" && !value.is_empty() {
+                    return Err(format!(
+                        "-{n} is not supported: opreg serves plaintext h2c only (as opm does)"
+                    ));
+                }
+            }
+            "gzip" => {}
+            "v" | "version" => return Err("opreg grpc_health_probe compatible client".into()),
+            other => return Err(format!("flag provided but not defined: -{other}")),
+        }
+        i += 1;
+    }
+    Ok(a)
+}
+
+/// Entry point when invoked as `grpc_health_probe`.
+pub fn run_go_style(args: &[std::ffi::OsString]) -> i32 {
+    match parse_go_flags(args) {
+        Ok(a) => run(a),
+        Err(e) => {
+            eprintln!("error: {e}");
+            EXIT_ARGS
+        }
+    }
+}
+
+pub fn run(a: Args) -> i32 {
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_RPC;
+        }
+    };
+    let (code, msg) = rt.block_on(check(&a));
+    if code == EXIT_SERVING {
+        println!("{msg}");
+    } else {
+        eprintln!("{msg}");
+    }
+    code
+}
+
+/// Performs one check; returns the exit code and a one-line message.
+pub async fn check(a: &Args) -> (i32, String) {
+    let addr = if a.addr.starts_with(':') {
+        format!("127.0.0.1{}", a.addr)
+    } else {
+        a.addr.clone()
+    };
+    let endpoint = match tonic::transport::Endpoint::from_shared(format!("http://{addr}")) {
+        Ok(e) => e.connect_timeout(a.connect_timeout),
+        Err(e) => return (EXIT_ARGS, format!("error: invalid -addr {:?}: {e}", a.addr)),
+    };
+    let channel = match tokio::time::timeout(a.connect_timeout, endpoint.connect()).await {
+        Ok(Ok(c)) => c,
+        Ok(Err(e)) => {
+            return (
+                EXIT_CONNECT,
+                format!("error: failed to connect service at {:?}: {e}", a.addr),
+            )
+        }
+        Err(_) => {
+            return (
+                EXIT_CONNECT,
+                format!(
+                    "timeout: failed to connect service {:?} within {:?}",
+                    a.addr, a.connect_timeout
+                ),
+            )
+        }
+    };
+    let mut client = HealthClient::new(channel);
+    let req = HealthCheckRequest {
+        service: a.service.clone(),
+    };
+    match tokio::time::timeout(a.rpc_timeout, client.check(req)).await {
+        Err(_) => (
+            EXIT_RPC,
+            format!(
+                "timeout: health rpc did not complete within {:?}",
+                a.rpc_timeout
+            ),
+        ),
+        Ok(Err(s)) => (
+            EXIT_RPC,
+            format!("error: health rpc failed: {}: {}", s.code(), s.message()),
+        ),
+        Ok(Ok(resp)) => {
+            let status =
+                ServingStatus::try_from(resp.into_inner().status).unwrap_or(ServingStatus::Unknown);
+            if status == ServingStatus::Serving {
+                (EXIT_SERVING, "status: SERVING".into())
+            } else {
+                (
+                    EXIT_UNHEALTHY,
+                    format!(
+                        "service unhealthy (responded with {:?})",
+                        status.as_str_name()
+                    ),
+                )
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn go_durations() {
+        assert_eq!(parse_duration("1s").unwrap(), Duration::from_secs(1));
+        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_duration("1m30s").unwrap(), Duration::from_secs(90));
+        assert!(parse_duration("5 parsecs").is_err());
+    }
+
+    #[test]
+    fn go_flags() {
+        let args: Vec<std::ffi::OsString> = ["-addr=:50051", "-rpc-timeout", "5s"]
+            .iter()
+            .map(Into::into)
+            .collect();
+        let a = parse_go_flags(&args).unwrap();
+        assert_eq!(a.addr, ":50051");
+        assert_eq!(a.rpc_timeout, Duration::from_secs(5));
+        let tls: Vec<std::ffi::OsString> = ["-tls"].iter().map(Into::into).collect();
+        assert!(parse_go_flags(&tls).unwrap_err().contains("not supported"));
+        let bad: Vec<std::ffi::OsString> = ["-nope=1"].iter().map(Into::into).collect();
+        assert!(parse_go_flags(&bad).is_err());
+    }
+}

@@ -1,0 +1,195 @@
+//! The command line: one file per subcommand, sharing source loading and diagnostics output.
+//!
+//! Exit codes are stable: 0 success, 1 an invalid catalog or a failure at run time, 2 a usage
+//! error (unknown flag, missing argument). `validate` documents its own meaning of 1.
+
+pub mod graph;
+pub mod health_probe;
+pub mod ingest;
+pub mod render;
+pub mod serve;
+pub mod upgrade;
+pub mod validate;
+
+use crate::diag::Diagnostic;
+use crate::model::Catalog;
+use clap::{Parser, Subcommand, ValueEnum};
+use std::io::IsTerminal;
+use std::path::PathBuf;
+
+/// Exit codes.
+pub const EXIT_OK: i32 = 0;
+pub const EXIT_FAILURE: i32 = 1;
+pub const EXIT_USAGE: i32 = 2;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "opreg",
+    version,
+    about = "Operator catalog registry: ingest, validate, store and serve OLM catalogs",
+    long_about = "opreg reads operator catalogs (file-based catalogs, bundle directories, package-manifest \
+directories, legacy SQLite indexes), validates their upgrade graphs, stores them in SQLite with every \
+update edge materialized, and serves the gRPC API OLM speaks (api.Registry), as a drop-in for `opm serve`.\n\n\
+Run `opreg serve` with no arguments to serve an embedded demo catalog on port 50051.",
+    after_help = "Exit codes: 0 success; 1 invalid catalog or runtime failure; 2 usage error."
+)]
+pub struct Cli {
+    /// Log format.
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    Ingest(ingest::Args),
+    Validate(validate::Args),
+    Render(render::Args),
+    Serve(serve::Args),
+    Upgrade(upgrade::Args),
+    Graph(graph::Args),
+    HealthProbe(health_probe::Args),
+}
+
+/// Runs the CLI on `argv`; returns the process exit code.
+pub fn run(argv: Vec<std::ffi::OsString>) -> i32 {
+    let program = argv
+        .first()
+        .and_then(|a| std::path::Path::new(a).file_name())
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_default();
+    // Installed under the names OLM and catalog images use, the binary speaks their dialects.
+    if program == "grpc_health_probe" {
+        return health_probe::run_go_style(&argv[1..]);
+    }
+    if program == "opm" {
+        return serve::run_opm_compat(&argv[1..]);
+    }
+    let cli = match Cli::try_parse_from(argv) {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { EXIT_USAGE } else { EXIT_OK };
+        }
+    };
+    dispatch(cli)
+}
+
+pub fn dispatch(cli: Cli) -> i32 {
+    let debug = matches!(&cli.command, Command::Serve(a) if a.debug);
+    init_logging(cli.log_format, debug);
+    match cli.command {
+        Command::Ingest(a) => ingest::run(a),
+        Command::Validate(a) => validate::run(a),
+        Command::Render(a) => render::run(a),
+        Command::Serve(a) => serve::run(a),
+        Command::Upgrade(a) => upgrade::run(a),
+        Command::Graph(a) => graph::run(a),
+        Command::HealthProbe(a) => health_probe::run(a),
+    }
+}
+
+pub fn init_logging(format: LogFormat, debug: bool) {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_env("OPREG_LOG").unwrap_or_else(|_| {
+        EnvFilter::new(if debug {
+            "opreg=debug,info,rusqlite_migration=warn"
+        } else {
+            "info,rusqlite_migration=warn"
+        })
+    });
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => builder.json().try_init(),
+    };
+}
+
+/// True when progress should be drawn: stderr is a terminal and the user did not ask for quiet.
+pub fn show_progress(quiet: bool) -> bool {
+    !quiet && std::io::stderr().is_terminal()
+}
+
+/// Reads and validates SOURCEs, printing every diagnostic to stderr. `Err` carries the exit code.
+pub fn load_valid(sources: &[PathBuf], progress: bool, quiet: bool) -> Result<Catalog, i32> {
+    let spinner = progress.then(|| {
+        let pb = indicatif::ProgressBar::new_spinner();
+        pb.set_message("reading sources");
+        pb.enable_steady_tick(std::time::Duration::from_millis(120));
+        pb
+    });
+    let mut warnings = Vec::new();
+    let loaded = crate::catalog::load_sources(sources, &mut warnings);
+    if let Some(pb) = &spinner {
+        pb.set_message("validating");
+    }
+    let result = match loaded {
+        Ok(cat) => {
+            let diags = crate::validate::validate(&cat);
+            let (errors, warns): (Vec<Diagnostic>, Vec<Diagnostic>) =
+                diags.into_iter().partition(|d| d.is_error());
+            warnings.extend(warns);
+            if errors.is_empty() {
+                Ok(cat)
+            } else {
+                Err(errors)
+            }
+        }
+        Err(d) => Err(d.0),
+    };
+    if let Some(pb) = spinner {
+        pb.finish_and_clear();
+    }
+    if !quiet {
+        for w in &warnings {
+            eprintln!("{w}");
+        }
+    }
+    match result {
+        Ok(cat) => Ok(cat),
+        Err(errors) => {
+            for e in &errors {
+                eprintln!("{e}");
+            }
+            eprintln!("{} error(s): the catalog is invalid", errors.len());
+            Err(EXIT_FAILURE)
+        }
+    }
+}
+
+/// A digest of SOURCEs' contents: paths, sizes and bytes of every file, plus this opreg's
+/// version and schema, so a cache built by another opreg or from other content never matches.
+pub fn source_digest(sources: &[PathBuf]) -> std::io::Result<String> {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(env!("CARGO_PKG_VERSION").as_bytes());
+    h.update(crate::store::schema_version().to_le_bytes());
+    for src in sources {
+        let mut files: Vec<PathBuf> = walkdir::WalkDir::new(src)
+            .follow_links(true)
+            .into_iter()
+            .filter_map(Result::ok)
+            .filter(|e| e.file_type().is_file())
+            .map(|e| e.into_path())
+            .collect();
+        files.sort();
+        for f in files {
+            let rel = f.strip_prefix(src).unwrap_or(&f);
+            h.update(rel.to_string_lossy().as_bytes());
+            h.update([0]);
+            let bytes = std::fs::read(&f)?;
+            h.update((bytes.len() as u64).to_le_bytes());
+            h.update(&bytes);
+        }
+    }
+    Ok(format!("sha256:{:x}", h.finalize()))
+}

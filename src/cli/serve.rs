@@ -1,0 +1,260 @@
+//! `opreg serve` (and `opm serve` when installed as `opm`): serve a catalog over gRPC.
+//!
+//! SOURCE may be a built opreg database (opened read-only, served directly) or anything
+//! `opreg ingest` accepts (ingested at start-up). With no SOURCE the embedded demo catalog is
+//! served. The cache flags mean what they mean to `opm serve`: with `--cache-dir` the built
+//! database is kept there and reused while the source digest matches; `--cache-only` builds it
+//! and exits; `--cache-enforce-integrity` (on by default when `--cache-dir` is given without
+//! `--cache-only`) refuses to start unless the cache matches the source.
+
+use crate::catalog::SourceKind;
+use crate::store::Store;
+use anyhow::{bail, Context, Result};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+const CACHE_DB: &str = "opreg-catalog.db";
+
+/// Serve a catalog over the operator-registry gRPC API (a drop-in for `opm serve`).
+///
+/// Services: api.Registry, api.ExperimentalRegistry, opreg.v1.Upgrades, grpc.health.v1.Health
+/// and server reflection (v1 and v1alpha). The server listens on [::]:PORT (IPv4 and IPv6),
+/// reports NOT_SERVING until the catalog is loaded, and stops gracefully on SIGTERM/SIGINT.
+#[derive(clap::Args, Debug, Clone)]
+pub struct Args {
+    /// A built opreg database, or any source `opreg ingest` accepts. Omit it to serve the
+    /// embedded demo catalog.
+    #[arg(value_name = "SOURCE")]
+    pub source: Option<PathBuf>,
+    /// Port to listen on.
+    #[arg(short, long, default_value_t = 50051)]
+    pub port: u16,
+    /// Keep the built database in this directory and reuse it while the source is unchanged.
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// Build (or check) the cache, then exit without serving.
+    #[arg(long)]
+    pub cache_only: bool,
+    /// Refuse to start unless the cache matches the source [default: on when --cache-dir is
+    /// given without --cache-only].
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
+    pub cache_enforce_integrity: Option<bool>,
+    /// File that receives the reason for a fatal start-up error.
+    #[arg(
+        short = 't',
+        long,
+        default_value = "/dev/termination-log",
+        value_name = "PATH"
+    )]
+    pub termination_log: PathBuf,
+    /// Debug logging.
+    #[arg(long)]
+    pub debug: bool,
+    /// Seconds in-flight calls may run after SIGTERM/SIGINT before the server exits.
+    #[arg(long, default_value_t = 10.0, value_name = "SECONDS")]
+    pub grace_period: f64,
+}
+
+pub fn run(a: Args) -> i32 {
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            return fatal(
+                &a.termination_log,
+                &anyhow::anyhow!("cannot start the runtime: {e}"),
+            )
+        }
+    };
+    match rt.block_on(run_async(a.clone())) {
+        Ok(()) => super::EXIT_OK,
+        Err(e) => fatal(&a.termination_log, &e),
+    }
+}
+
+/// Prints a one-line reason, writes it to the termination log (a warning if that fails), exits 1.
+fn fatal(termination_log: &Path, e: &anyhow::Error) -> i32 {
+    let line = format!("{e:#}").replace('\n', "; ");
+    eprintln!("error: {line}");
+    if let Err(w) = std::fs::write(termination_log, format!("{line}\n")) {
+        tracing::debug!(path = %termination_log.display(), error = %w, "could not write the termination log");
+    }
+    super::EXIT_FAILURE
+}
+
+async fn run_async(a: Args) -> Result<()> {
+    let enforce = a
+        .cache_enforce_integrity
+        .unwrap_or(a.cache_dir.is_some() && !a.cache_only);
+    if enforce && a.cache_dir.is_none() {
+        bail!("--cache-dir must be specified with --cache-enforce-integrity");
+    }
+    if a.cache_only {
+        let dir = a.cache_dir.clone();
+        let src = a.source.clone();
+        tokio::task::spawn_blocking(move || prepare(src.as_deref(), dir.as_deref(), enforce))
+            .await??;
+        tracing::info!("cache is ready");
+        return Ok(());
+    }
+    let listener = crate::server::bind(a.port).await?;
+    let opts = crate::server::Options {
+        port: a.port,
+        grace: Duration::from_secs_f64(a.grace_period.max(0.0)),
+    };
+    let (src, dir) = (a.source.clone(), a.cache_dir.clone());
+    crate::server::serve(listener, opts, move || {
+        let (store, tmp) = prepare(src.as_deref(), dir.as_deref(), enforce)?;
+        // The temporary directory must outlive the server; it is removed at process exit.
+        std::mem::forget(tmp);
+        Ok(store)
+    })
+    .await
+}
+
+/// Turns a SOURCE (or the demo) into an open store, building or reusing a cache as asked.
+/// Returns the temp dir holding the database when no cache dir was given.
+fn prepare(
+    source: Option<&Path>,
+    cache_dir: Option<&Path>,
+    enforce: bool,
+) -> Result<(Store, Option<TempDirGuard>)> {
+    if let Some(src) = source {
+        if crate::catalog::detect(src).with_context(|| format!("cannot read {}", src.display()))?
+            == SourceKind::OpregDb
+        {
+            return Ok((Store::open(src)?, None));
+        }
+    }
+    let (dir, guard) = match cache_dir {
+        Some(d) => {
+            std::fs::create_dir_all(d)
+                .with_context(|| format!("cannot create cache dir {}", d.display()))?;
+            (d.to_path_buf(), None)
+        }
+        None => {
+            let t = tempfile::Builder::new()
+                .prefix("opreg-serve-cache-")
+                .tempdir()
+                .context(
+                    "cannot create a temporary cache directory; give a writable --cache-dir",
+                )?;
+            (t.path().to_path_buf(), Some(TempDirGuard(t)))
+        }
+    };
+    let db = dir.join(CACHE_DB);
+    let sources: Vec<PathBuf> = source.map(|s| vec![s.to_path_buf()]).unwrap_or_default();
+    let digest = if sources.is_empty() {
+        demo_digest()
+    } else {
+        super::source_digest(&sources).context("cannot read the source")?
+    };
+    if db.exists() {
+        match Store::open(&db).and_then(|s| Ok((s.info("source_digest")?, s))) {
+            Ok((Some(d), s)) if d == digest => {
+                tracing::info!(cache = %db.display(), "cache matches the source; reusing it");
+                return Ok((s, guard));
+            }
+            Ok((d, _)) if enforce => bail!(
+                "integrity check failed: cache reports digest {:?}, but computed digest is {digest:?}",
+                d.unwrap_or_default()
+            ),
+            Err(e) if enforce => bail!("integrity check failed: {e:#}"),
+            _ => tracing::info!("cache is stale; rebuilding"),
+        }
+    } else if enforce {
+        bail!(
+            "integrity check failed: no cache at {}; build it with --cache-only",
+            db.display()
+        );
+    }
+    let cat = if sources.is_empty() {
+        crate::demo::catalog().map_err(|d| anyhow::anyhow!("demo catalog is invalid: {d}"))?
+    } else {
+        let mut warnings = Vec::new();
+        let cat = crate::catalog::load_sources(&sources, &mut warnings)
+            .map_err(|d| anyhow::anyhow!("{d}"))?;
+        for w in warnings {
+            tracing::warn!("{w}");
+        }
+        let errors: Vec<_> = crate::validate::validate(&cat)
+            .into_iter()
+            .filter(|d| d.is_error())
+            .collect();
+        if !errors.is_empty() {
+            bail!("{}", crate::diag::Diagnostics(errors));
+        }
+        cat
+    };
+    crate::store::write_catalog(&cat, &db, &digest, &mut |_, _| {})?;
+    Ok((Store::open(&db)?, guard))
+}
+
+fn demo_digest() -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(env!("CARGO_PKG_VERSION").as_bytes());
+    h.update(crate::demo::FBC_YAML.as_bytes());
+    format!("sha256:{:x}", h.finalize())
+}
+
+struct TempDirGuard(#[allow(dead_code)] tempfile::TempDir);
+
+/// `opm` compatibility: `opm serve <dir> [--cache-dir] [--cache-only] [--cache-enforce-integrity] [-p] [-t]`.
+pub fn run_opm_compat(args: &[std::ffi::OsString]) -> i32 {
+    use std::ffi::OsString;
+    #[derive(clap::Parser, Debug)]
+    #[command(
+        name = "opm",
+        about = "opreg's opm-compatible entry point: only `opm serve` is available"
+    )]
+    struct Opm {
+        #[command(subcommand)]
+        cmd: OpmCmd,
+    }
+    #[derive(clap::Subcommand, Debug)]
+    enum OpmCmd {
+        /// Serve a file-based catalog (opreg implementation).
+        Serve {
+            #[command(flatten)]
+            args: Args,
+            /// Accepted for compatibility; opreg has no pprof endpoint.
+            #[arg(long, hide = true)]
+            pprof_addr: Option<String>,
+            #[arg(long, hide = true)]
+            pprof_capture_profiles: bool,
+        },
+        #[command(external_subcommand)]
+        Other(Vec<OsString>),
+    }
+    let mut argv = vec![std::ffi::OsString::from("opm")];
+    argv.extend(args.iter().cloned());
+    match <Opm as clap::Parser>::try_parse_from(argv) {
+        Ok(Opm {
+            cmd: OpmCmd::Serve { args, .. },
+        }) => {
+            super::init_logging(super::LogFormat::Text, args.debug);
+            run(args)
+        }
+        Ok(Opm {
+            cmd: OpmCmd::Other(rest),
+        }) => {
+            let name = rest
+                .first()
+                .map(|s| s.to_string_lossy().to_string())
+                .unwrap_or_default();
+            eprintln!("error: `opm {name}` is not available: this image runs opreg, which implements only `opm serve`");
+            super::EXIT_USAGE
+        }
+        Err(e) => {
+            let _ = e.print();
+            if e.use_stderr() {
+                super::EXIT_USAGE
+            } else {
+                super::EXIT_OK
+            }
+        }
+    }
+}

@@ -1,0 +1,40 @@
+//! `opreg validate`: the ingest checks, writing nothing.
+
+use std::path::PathBuf;
+
+/// Check SOURCEs against the catalog rules and report every problem. Writes nothing.
+///
+/// Exit codes: 0 valid (warnings may be printed), 1 invalid, 2 usage error.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[arg(required = true, value_name = "SOURCE")]
+    pub sources: Vec<PathBuf>,
+    /// Also lint upgrade graphs that classic OLM and OLM v1 resolve differently (warnings).
+    #[arg(long)]
+    pub upgrades: bool,
+    /// Print only errors.
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+pub fn run(a: Args) -> i32 {
+    match super::load_valid(&a.sources, super::show_progress(a.quiet), a.quiet) {
+        Ok(cat) => {
+            if a.upgrades && !a.quiet {
+                for w in crate::graph::resolve::lint(&cat) {
+                    eprintln!("{w}");
+                }
+            }
+            if !a.quiet {
+                eprintln!(
+                    "valid: {} packages, {} bundles, {} channel entries",
+                    cat.packages.len(),
+                    cat.bundle_count(),
+                    cat.entry_count()
+                );
+            }
+            super::EXIT_OK
+        }
+        Err(code) => code,
+    }
+}

@@ -1,0 +1,182 @@
+//! Diagnostics: every problem found while reading or validating a catalog.
+//!
+//! A diagnostic names where it was found (file and document), what it is about (package,
+//! channel, bundle), and the rule it breaks, with a stable rule id that tests and scripts can
+//! match on. Readers and validators collect diagnostics instead of stopping at the first one,
+//! so a user sees every problem in one run.
+
+use crate::model::Origin;
+use std::fmt;
+
+/// Stable identifiers of the rules opreg checks. The id is printed as `error[<id>]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Rule {
+    /// A file could not be read or decoded (I/O, YAML or JSON syntax, wrong types).
+    Parse,
+    /// A meta has no `schema`, or an object/field has the wrong shape.
+    Schema,
+    /// Two packages, channels, bundles, entries or versions collide.
+    Duplicate,
+    /// A channel, bundle or deprecation names a package that does not exist.
+    UnknownPackage,
+    /// Package names must be DNS-1123 labels.
+    PackageName,
+    /// The default channel must be set and exist.
+    DefaultChannel,
+    /// A package needs a channel; a channel needs an entry.
+    Empty,
+    /// Each channel has exactly one head.
+    ChannelHead,
+    /// The replaces chain must not loop.
+    Cycle,
+    /// Every entry must be on the replaces chain or skipped.
+    Stranded,
+    /// A channel entry names a bundle that has no olm.bundle, or a bundle is in no channel.
+    Membership,
+    /// Exactly one `olm.package` property naming the bundle's package, with a semver version.
+    PackageProperty,
+    /// Property values must decode for their type.
+    Property,
+    /// skipRange must parse under the blang grammar.
+    SkipRange,
+    /// A bundle needs an image or inline objects.
+    Image,
+    /// Deprecation entries must reference existing objects and carry a message.
+    Deprecation,
+    /// `olm.maxOpenShiftVersion` values OpenShift would reject.
+    MaxOpenShiftVersion,
+    /// Upgrade-graph lint: graphs that classic OLM and OLM v1 resolve differently.
+    UpgradeLint,
+}
+
+impl Rule {
+    pub fn id(self) -> &'static str {
+        match self {
+            Rule::Parse => "parse",
+            Rule::Schema => "schema",
+            Rule::Duplicate => "duplicate",
+            Rule::UnknownPackage => "unknown-package",
+            Rule::PackageName => "package-name",
+            Rule::DefaultChannel => "default-channel",
+            Rule::Empty => "empty",
+            Rule::ChannelHead => "channel-head",
+            Rule::Cycle => "replaces-cycle",
+            Rule::Stranded => "stranded",
+            Rule::Membership => "membership",
+            Rule::PackageProperty => "package-property",
+            Rule::Property => "property",
+            Rule::SkipRange => "skip-range",
+            Rule::Image => "image",
+            Rule::Deprecation => "deprecation",
+            Rule::MaxOpenShiftVersion => "max-openshift-version",
+            Rule::UpgradeLint => "upgrade-lint",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Severity {
+    Error,
+    Warning,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Diagnostic {
+    pub severity: Severity,
+    pub rule: Rule,
+    pub origin: Option<Origin>,
+    pub package: Option<String>,
+    pub channel: Option<String>,
+    pub bundle: Option<String>,
+    pub message: String,
+}
+
+impl Diagnostic {
+    pub fn error(rule: Rule, message: impl Into<String>) -> Self {
+        Diagnostic {
+            severity: Severity::Error,
+            rule,
+            origin: None,
+            package: None,
+            channel: None,
+            bundle: None,
+            message: message.into(),
+        }
+    }
+    pub fn warning(rule: Rule, message: impl Into<String>) -> Self {
+        Diagnostic {
+            severity: Severity::Warning,
+            ..Diagnostic::error(rule, message)
+        }
+    }
+    pub fn at(mut self, origin: &Origin) -> Self {
+        self.origin = Some(origin.clone());
+        self
+    }
+    pub fn package(mut self, p: &str) -> Self {
+        self.package = Some(p.to_string());
+        self
+    }
+    pub fn channel(mut self, c: &str) -> Self {
+        self.channel = Some(c.to_string());
+        self
+    }
+    pub fn bundle(mut self, b: &str) -> Self {
+        self.bundle = Some(b.to_string());
+        self
+    }
+    pub fn is_error(&self) -> bool {
+        self.severity == Severity::Error
+    }
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let level = match self.severity {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        };
+        write!(f, "{level}[{}]: ", self.rule.id())?;
+        if let Some(o) = &self.origin {
+            write!(f, "{o}: ")?;
+        }
+        let mut scope = Vec::new();
+        if let Some(p) = &self.package {
+            scope.push(format!("package {p:?}"));
+        }
+        if let Some(c) = &self.channel {
+            scope.push(format!("channel {c:?}"));
+        }
+        if let Some(b) = &self.bundle {
+            scope.push(format!("bundle {b:?}"));
+        }
+        if !scope.is_empty() {
+            write!(f, "{}: ", scope.join(", "))?;
+        }
+        write!(f, "{}", self.message)
+    }
+}
+
+/// A non-empty list of diagnostics that stopped an operation.
+#[derive(Debug, Clone)]
+pub struct Diagnostics(pub Vec<Diagnostic>);
+
+impl Diagnostics {
+    pub fn errors(&self) -> impl Iterator<Item = &Diagnostic> {
+        self.0.iter().filter(|d| d.is_error())
+    }
+}
+
+impl fmt::Display for Diagnostics {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, d) in self.0.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            write!(f, "{d}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Diagnostics {}

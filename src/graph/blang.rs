@@ -1,0 +1,625 @@
+//! Versions and ranges in the dialect of `github.com/blang/semver/v4`, which both OLM
+//! clients use for bundle versions (`Parse`, `ParseTolerant`) and for `olm.skipRange`
+//! (`ParseRange`). Behaviour follows the project spec (olm-clients §3.7,
+//! registry-semantics §7) including blang's quirks: operator/version spaces are joined,
+//! tokens shorter than two bytes vanish, `x` wildcards are expanded textually, a hyphen
+//! range degrades to two exact matches, and prereleases are ordinary versions (plain
+//! precedence comparison, build metadata ignored). Error texts are blang's, verbatim.
+
+use std::cmp::Ordering;
+use std::fmt;
+
+use semver::{BuildMetadata, Prerelease, Version};
+
+/// Strict blang `Parse`: `MAJOR.MINOR.PATCH[-pre][+build]`, no `v`, no leading zeros.
+pub fn parse_version(s: &str) -> Result<Version, String> {
+    if s.is_empty() {
+        return Err("Version string empty".into());
+    }
+    let parts: Vec<&str> = s.splitn(3, '.').collect();
+    if parts.len() != 3 {
+        return Err("No Major.Minor.Patch elements found".into());
+    }
+    let major = number(parts[0], "major", "Major")?;
+    let minor = number(parts[1], "minor", "Minor")?;
+    let (mut rest, mut pre, mut build) = (parts[2], None, None);
+    if let Some(i) = rest.find('+') {
+        build = Some(&rest[i + 1..]);
+        rest = &rest[..i];
+    }
+    if let Some(i) = rest.find('-') {
+        pre = Some(&rest[i + 1..]);
+        rest = &rest[..i];
+    }
+    let patch = number(rest, "patch", "Patch")?;
+    for id in pre.iter().flat_map(|p| p.split('.')) {
+        if id.is_empty() {
+            return Err("Prerelease is empty".into());
+        } else if all_digits(id) {
+            if id.len() > 1 && id.starts_with('0') {
+                return Err(format!(
+                    "Numeric PreRelease version must not contain leading zeroes {}",
+                    quote(id)
+                ));
+            }
+            parse_uint(id)?;
+        } else if !id.bytes().all(is_ident_byte) {
+            return Err(format!(
+                "Invalid character(s) found in prerelease {}",
+                quote(id)
+            ));
+        }
+    }
+    for id in build.iter().flat_map(|b| b.split('.')) {
+        if id.is_empty() {
+            return Err("Build meta data is empty".into());
+        } else if !id.bytes().all(is_ident_byte) {
+            return Err(format!(
+                "Invalid character(s) found in build meta data {}",
+                quote(id)
+            ));
+        }
+    }
+    let mut v = Version::new(major, minor, patch);
+    v.pre = Prerelease::new(pre.unwrap_or("")).map_err(|e| e.to_string())?;
+    v.build = BuildMetadata::new(build.unwrap_or("")).map_err(|e| e.to_string())?;
+    Ok(v)
+}
+
+/// blang `ParseTolerant`: trims whitespace and one leading `v`, strips leading zeros from
+/// the three dot-separated parts and fills in a missing minor/patch with `0`.
+pub fn parse_tolerant(s: &str) -> Result<Version, String> {
+    let s = s.trim();
+    let s = s.strip_prefix('v').unwrap_or(s);
+    let mut parts: Vec<String> = s
+        .splitn(3, '.')
+        .map(|p| {
+            if p.len() <= 1 {
+                return p.to_string();
+            }
+            let t = p.trim_start_matches('0');
+            match t.bytes().next() {
+                Some(b) if b.is_ascii_digit() => t.to_string(),
+                _ => format!("0{t}"),
+            }
+        })
+        .collect();
+    if parts.len() < 3 {
+        if parts[parts.len() - 1].contains(['+', '-']) {
+            return Err("Short version cannot contain PreRelease/Build meta data".into());
+        }
+        parts.resize(3, "0".to_string());
+    }
+    parse_version(&parts.join("."))
+}
+
+/// A parsed `ParseRange` expression: alternatives (`||`) of comparator conjunctions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Range {
+    alternatives: Vec<Vec<Comparator>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Comparator {
+    op: Op,
+    version: Version,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Op {
+    Eq,
+    Ne,
+    Gt,
+    Ge,
+    Lt,
+    Le,
+}
+
+/// A `ParseRange` failure; `message` is blang's error text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RangeError {
+    pub message: String,
+}
+
+impl fmt::Display for RangeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for RangeError {}
+
+fn err<T>(message: String) -> Result<T, RangeError> {
+    Err(RangeError { message })
+}
+
+impl Range {
+    /// blang `ParseRange`. Wildcard tokens are rewritten before any comparator is parsed,
+    /// so a wildcard error anywhere wins over a comparator error in an earlier token.
+    pub fn parse(s: &str) -> Result<Range, RangeError> {
+        let mut groups: Vec<Vec<String>> = vec![Vec::new()];
+        let tokens = tokenize(s);
+        for (i, tok) in tokens.iter().enumerate() {
+            if tok == "||" {
+                if i == 0 {
+                    return err("First element in range is '||'".into());
+                }
+                groups.push(Vec::new());
+            } else {
+                groups.last_mut().expect("non-empty").push(tok.clone());
+            }
+        }
+        if tokens.last().is_none_or(|t| t == "||") {
+            return err("Last element in range is '||'".into());
+        }
+        let mut expanded = Vec::with_capacity(groups.len());
+        for group in groups {
+            let mut out = Vec::new();
+            for tok in group {
+                if tok.contains('x') {
+                    expand_wildcard(&tok, &mut out)?;
+                } else {
+                    out.push(tok);
+                }
+            }
+            expanded.push(out);
+        }
+        let mut alternatives = Vec::with_capacity(expanded.len());
+        for group in expanded {
+            let mut conj = Vec::with_capacity(group.len());
+            for tok in group {
+                conj.push(parse_comparator(&tok)?);
+            }
+            alternatives.push(conj);
+        }
+        Ok(Range { alternatives })
+    }
+
+    /// Plain precedence comparison; prereleases are not special, build metadata ignored.
+    /// An empty alternative (`a || || b`) matches nothing (blang itself would panic).
+    pub fn matches(&self, v: &Version) -> bool {
+        self.alternatives.iter().any(|conj| {
+            !conj.is_empty()
+                && conj.iter().all(|c| {
+                    let ord = precedence(v, &c.version);
+                    match c.op {
+                        Op::Eq => ord == Ordering::Equal,
+                        Op::Ne => ord != Ordering::Equal,
+                        Op::Gt => ord == Ordering::Greater,
+                        Op::Ge => ord != Ordering::Less,
+                        Op::Lt => ord == Ordering::Less,
+                        Op::Le => ord != Ordering::Greater,
+                    }
+                })
+        })
+    }
+}
+
+/// Split on single spaces unless the last non-space byte seen was `>`, `<` or `=`; drop
+/// pieces shorter than two bytes (measured before inner spaces are removed).
+fn tokenize(s: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let (mut start, mut last) = (0usize, 0u8);
+    for (i, b) in s.bytes().enumerate() {
+        if b == b' ' && !matches!(last, b'>' | b'<' | b'=') {
+            if start + 1 < i {
+                out.push(&s[start..i]);
+            }
+            start = i + 1;
+        } else if b != b' ' {
+            last = b;
+        }
+    }
+    if start + 1 < s.len() {
+        out.push(&s[start..]);
+    }
+    out.into_iter().map(|t| t.replace(' ', "")).collect()
+}
+
+/// Operator before the first digit (trimmed), version from it on.
+fn split_op(tok: &str) -> Result<(&str, &str), RangeError> {
+    match tok.find(|c: char| c.is_ascii_digit()) {
+        Some(i) => Ok((tok[..i].trim(), &tok[i..])),
+        None => err(format!("Could not get version from string: {}", quote(tok))),
+    }
+}
+
+/// Textual wildcard rewrite, replicating blang: `.x.x` → `.x` once, then `.x` → `.0` once,
+/// two parts get `.0` appended; the bound is bumped at the wildcard's parent position.
+fn expand_wildcard(tok: &str, out: &mut Vec<String>) -> Result<(), RangeError> {
+    let (op, ver) = split_op(tok)?;
+    let parts: Vec<&str> = ver.split('.').collect();
+    let bump_at = match (parts.len(), parts[parts.len() - 1]) {
+        (3, "x") => Some(1),
+        (2, "x") => Some(0),
+        _ => None,
+    };
+    let mut flat = ver.replacen(".x.x", ".x", 1).replacen(".x", ".0", 1);
+    if flat.split('.').count() == 2 {
+        flat.push_str(".0");
+    }
+    let (result_op, bump) = match op {
+        ">" => (">=", true),
+        ">=" => (">=", false),
+        "<" => ("<", false),
+        "<=" => ("<", true),
+        "" | "=" | "==" => {
+            out.push(format!(">={flat}"));
+            ("<", true)
+        }
+        "!=" | "!" => {
+            out.push(format!("<{flat}"));
+            (">=", true)
+        }
+        _ => ("", false),
+    };
+    let result_ver = match (bump, bump_at) {
+        (false, _) => flat,
+        (true, Some(idx)) => increment(&flat, idx),
+        (true, None) => String::new(),
+    };
+    out.push(format!("{result_op}{result_ver}"));
+    Ok(())
+}
+
+/// Go `Atoi`/`Itoa` on one dot-separated part; failure yields an empty string.
+fn increment(flat: &str, idx: usize) -> String {
+    let mut parts: Vec<String> = flat.split('.').map(str::to_string).collect();
+    match parts.get(idx).and_then(|p| p.parse::<i64>().ok()) {
+        Some(n) => {
+            parts[idx] = n.wrapping_add(1).to_string();
+            parts.join(".")
+        }
+        None => String::new(),
+    }
+}
+
+fn parse_comparator(tok: &str) -> Result<Comparator, RangeError> {
+    let (op_str, ver) = split_op(tok)?;
+    let joined = format!("{op_str}{ver}");
+    let op = match op_str {
+        "" | "=" | "==" => Op::Eq,
+        "!" | "!=" => Op::Ne,
+        ">" => Op::Gt,
+        ">=" => Op::Ge,
+        "<" => Op::Lt,
+        "<=" => Op::Le,
+        _ => {
+            return err(format!(
+                "Could not parse Range {}: Could not parse comparator {} in {}",
+                quote(tok),
+                quote(op_str),
+                quote(&joined)
+            ))
+        }
+    };
+    match parse_version(ver) {
+        Ok(version) => Ok(Comparator { op, version }),
+        Err(e) => err(format!(
+            "Could not parse Range {}: Could not parse version {} in {}: {e}",
+            quote(tok),
+            quote(ver),
+            quote(&joined)
+        )),
+    }
+}
+
+fn precedence(a: &Version, b: &Version) -> Ordering {
+    (a.major, a.minor, a.patch)
+        .cmp(&(b.major, b.minor, b.patch))
+        .then_with(|| a.pre.cmp(&b.pre))
+}
+
+/// Digits only; mirrors blang's leading-zero check and Go's `ParseUint` errors.
+fn number(s: &str, lower: &str, upper: &str) -> Result<u64, String> {
+    if !all_digits(s) {
+        return Err(format!(
+            "Invalid character(s) found in {lower} number {}",
+            quote(s)
+        ));
+    }
+    if s.len() > 1 && s.starts_with('0') {
+        return Err(format!(
+            "{upper} number must not contain leading zeroes {}",
+            quote(s)
+        ));
+    }
+    parse_uint(s)
+}
+
+fn parse_uint(s: &str) -> Result<u64, String> {
+    s.parse::<u64>().map_err(|_| {
+        let why = if s.is_empty() {
+            "invalid syntax"
+        } else {
+            "value out of range"
+        };
+        format!("strconv.ParseUint: parsing {}: {why}", quote(s))
+    })
+}
+
+fn all_digits(s: &str) -> bool {
+    s.bytes().all(|b| b.is_ascii_digit())
+}
+
+fn is_ident_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'-'
+}
+
+/// Go's `%q` for the characters that can occur here.
+fn quote(s: &str) -> String {
+    let mut q = String::with_capacity(s.len() + 2);
+    q.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => q.push_str("\\\""),
+            '\\' => q.push_str("\\\\"),
+            '\n' => q.push_str("\\n"),
+            '\r' => q.push_str("\\r"),
+            '\t' => q.push_str("\\t"),
+            '\x07' => q.push_str("\\a"),
+            '\x08' => q.push_str("\\b"),
+            '\x0b' => q.push_str("\\v"),
+            '\x0c' => q.push_str("\\f"),
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+                q.push_str(&format!("\\x{:02x}", c as u32))
+            }
+            c if c.is_control() => q.push_str(&format!("\\u{:04x}", c as u32)),
+            c => q.push(c),
+        }
+    }
+    q.push('"');
+    q
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The §3.7 test versions, in table order.
+    const VERSIONS: &str = "0.0.3 0.0.4 0.1.0 0.2.0 0.2.5 1.0.0 1.2.0 1.2.3 1.2.9 1.3.0 \
+        1.3.0-rc.1 1.11.0 1.12.5 1.13.0 2.0.0-rc.1 2.0.0 2.5.0 3.0.0 3.1.0 1.2.3+build.7";
+
+    fn v(s: &str) -> Version {
+        parse_version(s).unwrap()
+    }
+
+    fn r(s: &str) -> Range {
+        Range::parse(s).unwrap_or_else(|e| panic!("{s:?}: {e}"))
+    }
+
+    /// The members of `VERSIONS` that `range` accepts, space-separated.
+    fn matching(range: &str) -> String {
+        let range = r(range);
+        let hits: Vec<&str> = VERSIONS
+            .split_whitespace()
+            .filter(|s| range.matches(&v(s)))
+            .collect();
+        hits.join(" ")
+    }
+
+    fn error(s: &str) -> String {
+        Range::parse(s).expect_err(s).to_string()
+    }
+
+    #[test]
+    fn table_matches() {
+        for (range, want) in [
+            // prereleases are ordinary versions: 2.0.0-rc.1 < 2.0.0
+            (">=1.0.0 <2.0.0", "1.0.0 1.2.0 1.2.3 1.2.9 1.3.0 1.3.0-rc.1 1.11.0 1.12.5 1.13.0 2.0.0-rc.1 1.2.3+build.7"),
+            ("<1.0.3", "0.0.3 0.0.4 0.1.0 0.2.0 0.2.5 1.0.0"),
+            ("1.2.x", "1.2.0 1.2.3 1.2.9 1.3.0-rc.1 1.2.3+build.7"),
+            (">=1.11.0 <1.13.0", "1.11.0 1.12.5"),
+            ("1.0.0 - 2.0.0", ""),
+        ] {
+            assert_eq!(matching(range), want, "{range}");
+        }
+    }
+
+    #[test]
+    fn table_parse_errors() {
+        for s in [">=1.11, <1.13", "^1.2.3", "~1.2.3", ">=1.0 <2.0", ""] {
+            assert!(Range::parse(s).is_err(), "{s:?} should not parse");
+        }
+    }
+
+    #[test]
+    fn hyphen_range_is_two_exact_matches() {
+        assert_eq!(r("1.0.0 - 2.0.0"), r("1.0.0 2.0.0"));
+    }
+
+    #[test]
+    fn wildcard_expansion_table() {
+        for (tok, expanded) in [
+            ("1.2.x", ">=1.2.0 <1.3.0"),
+            ("=1.2.x", ">=1.2.0 <1.3.0"),
+            ("==1.2.x", ">=1.2.0 <1.3.0"),
+            (">=1.2.x", ">=1.2.0"),
+            (">1.2.x", ">=1.3.0"),
+            ("<1.2.x", "<1.2.0"),
+            ("<=1.2.x", "<1.3.0"),
+            ("1.x", ">=1.0.0 <2.0.0"),
+            (">1.x", ">=2.0.0"),
+            ("<=1.x", "<2.0.0"),
+            ("!=1.2.x", "<1.2.0 >=1.3.0"),
+            ("!1.2.x", "<1.2.0 >=1.3.0"),
+            ("1.x.x", ">=1.0.0 <1.1.0"),
+            ("1.2.x || >= 3.x", ">=1.2.0 <1.3.0 || >=3.0.0"),
+        ] {
+            assert_eq!(r(tok), r(expanded), "{tok}");
+        }
+    }
+
+    #[test]
+    fn wildcard_quirks_match() {
+        assert_eq!(matching("!=1.2.x"), "");
+        assert_eq!(matching("1.x.x"), "1.0.0");
+        assert_eq!(matching(">1.x"), "2.0.0 2.5.0 3.0.0 3.1.0");
+        assert_eq!(matching("<=1.x"), matching("<2.0.0"));
+        // an unknown operator on a wildcard token degrades to an exact match
+        assert_eq!(r("~1.2.x"), r("1.2.0"));
+    }
+
+    #[test]
+    fn operators_and_spacing() {
+        assert_eq!(r("< 0.6.0"), r("<0.6.0"));
+        assert_eq!(r(">=  1.0.0   <2.0.0"), r(">=1.0.0 <2.0.0"));
+        assert_eq!(r("==1.2.3"), r("1.2.3"));
+        assert_eq!(r("=1.2.3"), r("1.2.3"));
+        assert_eq!(r("!1.2.3"), r("!=1.2.3"));
+        assert_eq!(
+            matching("!=1.2.3"),
+            "0.0.3 0.0.4 0.1.0 0.2.0 0.2.5 1.0.0 1.2.0 1.2.9 1.3.0 1.3.0-rc.1 1.11.0 1.12.5 \
+             1.13.0 2.0.0-rc.1 2.0.0 2.5.0 3.0.0 3.1.0"
+        );
+        assert_eq!(matching(">1.2.3 <=1.3.0"), "1.2.9 1.3.0 1.3.0-rc.1");
+        assert_eq!(
+            matching("<1.0.0 || >=3.0.0"),
+            "0.0.3 0.0.4 0.1.0 0.2.0 0.2.5 3.0.0 3.1.0"
+        );
+        // one-byte tokens disappear
+        assert_eq!(r("1.0.0 a x"), r("1.0.0"));
+    }
+
+    #[test]
+    fn prereleases_and_build_metadata() {
+        assert!(r("<1.0.0").matches(&v("1.0.0-rc.1")));
+        assert!(!r(">=1.0.0").matches(&v("1.0.0-rc.1")));
+        assert!(r("1.2.3").matches(&v("1.2.3+build.7")));
+        assert!(!r(">1.2.3").matches(&v("1.2.3+build.7")));
+        assert!(r("1.2.3+other").matches(&v("1.2.3")));
+        assert!(r(">1.0.0-rc.2").matches(&v("1.0.0-rc.10")));
+        assert!(!r(">1.0.0-rc.2").matches(&v("1.0.0-rc.1")));
+    }
+
+    #[test]
+    fn empty_alternative_matches_nothing() {
+        let range = r("1.0.0 || || 2.0.0");
+        assert!(range.matches(&v("1.0.0")));
+        assert!(range.matches(&v("2.0.0")));
+        assert!(!range.matches(&v("1.5.0")));
+    }
+
+    #[test]
+    fn error_texts() {
+        assert_eq!(error(""), "Last element in range is '||'");
+        assert_eq!(error("|| 1.0.0"), "First element in range is '||'");
+        assert_eq!(error("1.0.0 ||"), "Last element in range is '||'");
+        assert_eq!(
+            error("~1.2.3"),
+            r#"Could not parse Range "~1.2.3": Could not parse comparator "~" in "~1.2.3""#
+        );
+        assert_eq!(
+            error("^1.2.3"),
+            r#"Could not parse Range "^1.2.3": Could not parse comparator "^" in "^1.2.3""#
+        );
+        assert_eq!(
+            error(">=abc"),
+            r#"Could not get version from string: ">=abc""#
+        );
+        assert_eq!(
+            error("1.0.0 x.y"),
+            r#"Could not get version from string: "x.y""#
+        );
+        assert_eq!(
+            error(">=1.11, <1.13"),
+            r#"Could not parse Range ">=1.11,": Could not parse version "1.11," in ">=1.11,": No Major.Minor.Patch elements found"#
+        );
+        assert_eq!(
+            error(">=1.0 <2.0"),
+            r#"Could not parse Range ">=1.0": Could not parse version "1.0" in ">=1.0": No Major.Minor.Patch elements found"#
+        );
+        assert_eq!(
+            error(">=01.0.0"),
+            r#"Could not parse Range ">=01.0.0": Could not parse version "01.0.0" in ">=01.0.0": Major number must not contain leading zeroes "01""#
+        );
+        // prerelease containing `x` is taken for a wildcard and loses its upper bound
+        assert_eq!(
+            error("1.0.0-xyz"),
+            r#"Could not get version from string: "<""#
+        );
+        assert_eq!(r(">=1.0.0-xyz").alternatives[0][0].version, v("1.0.0-xyz"));
+    }
+
+    #[test]
+    fn strict_parse() {
+        let full = v("1.2.3-rc.1+build.7");
+        assert_eq!((full.major, full.minor, full.patch), (1, 2, 3));
+        assert_eq!(full.pre.as_str(), "rc.1");
+        assert_eq!(full.build.as_str(), "build.7");
+        for (s, e) in [
+            ("", "Version string empty"),
+            ("1.2", "No Major.Minor.Patch elements found"),
+            (
+                "v1.2.3",
+                r#"Invalid character(s) found in major number "v1""#,
+            ),
+            (
+                "1.02.3",
+                r#"Minor number must not contain leading zeroes "02""#,
+            ),
+            (
+                "1.2.03",
+                r#"Patch number must not contain leading zeroes "03""#,
+            ),
+            (
+                "1.2.3.4",
+                r#"Invalid character(s) found in patch number "3.4""#,
+            ),
+            ("1..3", r#"strconv.ParseUint: parsing "": invalid syntax"#),
+            ("1.2.3-", "Prerelease is empty"),
+            ("1.2.3-rc..1", "Prerelease is empty"),
+            (
+                "1.2.3-rc.01",
+                r#"Numeric PreRelease version must not contain leading zeroes "01""#,
+            ),
+            (
+                "1.2.3-r_c",
+                r#"Invalid character(s) found in prerelease "r_c""#,
+            ),
+            ("1.2.3+", "Build meta data is empty"),
+            (
+                "1.2.3+b_7",
+                r#"Invalid character(s) found in build meta data "b_7""#,
+            ),
+            (
+                "99999999999999999999.0.0",
+                r#"strconv.ParseUint: parsing "99999999999999999999": value out of range"#,
+            ),
+            (
+                "1.0.0-99999999999999999999",
+                r#"strconv.ParseUint: parsing "99999999999999999999": value out of range"#,
+            ),
+            (
+                " 1.2.3",
+                r#"Invalid character(s) found in major number " 1""#,
+            ),
+        ] {
+            assert_eq!(parse_version(s).unwrap_err(), e, "{s:?}");
+        }
+        // leading zeros are fine in build metadata, as in blang
+        assert_eq!(v("1.2.3+007").build.as_str(), "007");
+    }
+
+    #[test]
+    fn tolerant_parse() {
+        for (s, want) in [
+            ("v1.2.3", "1.2.3"),
+            ("1.2", "1.2.0"),
+            ("1", "1.0.0"),
+            (" 1.2.3 ", "1.2.3"),
+            ("1.02.3", "1.2.3"),
+            ("00.1.0", "0.1.0"),
+            ("v1.2.03-rc.1+b", "1.2.3-rc.1+b"),
+            ("1.2.0-rc", "1.2.0-rc"),
+        ] {
+            assert_eq!(parse_tolerant(s).unwrap(), v(want), "{s:?}");
+        }
+        assert!(parse_tolerant("1.2.3-rc.01").is_err());
+        assert!(parse_tolerant("\"1.2.3\"").is_err());
+        assert_eq!(
+            parse_tolerant("1.2-rc").unwrap_err(),
+            "Short version cannot contain PreRelease/Build meta data"
+        );
+    }
+}

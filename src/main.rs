@@ -1,0 +1,3 @@
+fn main() {
+    std::process::exit(opreg::cli::run(std::env::args_os().collect()));
+}

@@ -1,0 +1,170 @@
+//! The gRPC server: `api.Registry`, `api.ExperimentalRegistry`, `opreg.v1.Upgrades`,
+//! `grpc.health.v1.Health` and reflection (v1 and v1alpha) on one h2c port.
+//!
+//! Start-up: the listener opens at once and health answers NOT_SERVING while the catalog
+//! loads; once the store is open every service answers and health is SERVING for any service
+//! name (as opm does). Shutdown: SIGTERM or SIGINT stops accepting, lets in-flight calls finish
+//! within the grace period, then exits 0. The server only reads the store.
+
+pub mod health;
+pub mod registry;
+pub mod upgrades;
+
+use crate::api;
+use crate::store::Store;
+use anyhow::{Context, Result};
+use std::net::SocketAddr;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tonic::Status;
+
+/// What the services share: the store, once loaded.
+#[derive(Default)]
+pub struct State {
+    store: OnceLock<Store>,
+}
+
+impl State {
+    pub fn store(&self) -> Result<Store, Status> {
+        self.store
+            .get()
+            .cloned()
+            .ok_or_else(|| Status::unavailable("the catalog is still loading"))
+    }
+    pub fn is_loaded(&self) -> bool {
+        self.store.get().is_some()
+    }
+    pub fn set(&self, store: Store) {
+        let _ = self.store.set(store);
+    }
+}
+
+pub struct Options {
+    pub port: u16,
+    /// How long in-flight calls may run after a stop signal.
+    pub grace: Duration,
+}
+
+/// Binds `[::]:port` (all interfaces, IPv4 and IPv6), falling back to `0.0.0.0` where the
+/// host has no IPv6.
+pub async fn bind(port: u16) -> Result<TcpListener> {
+    match TcpListener::bind(SocketAddr::from(([0u16; 8], port))).await {
+        Ok(l) => Ok(l),
+        Err(_) => TcpListener::bind(SocketAddr::from(([0u8; 4], port)))
+            .await
+            .with_context(|| format!("failed to listen on port {port}")),
+    }
+}
+
+/// Serves until a stop signal. `load` runs on the blocking pool after the listener is up.
+pub async fn serve(
+    listener: TcpListener,
+    opts: Options,
+    load: impl FnOnce() -> Result<Store> + Send + 'static,
+) -> Result<()> {
+    let state = Arc::new(State::default());
+    let registry = registry::RegistryService {
+        state: state.clone(),
+    };
+    let upgrades = upgrades::UpgradesService {
+        state: state.clone(),
+    };
+    let health = health::HealthService {
+        state: state.clone(),
+    };
+    let reflection_v1 = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(api::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .build_v1()?;
+    let reflection_v1alpha = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(api::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .build_v1alpha()?;
+
+    let local = listener.local_addr()?;
+    tracing::info!(address = %local, "listening");
+
+    let loader_state = state.clone();
+    let (fatal_tx, mut fatal_rx) = tokio::sync::mpsc::channel::<anyhow::Error>(1);
+    tokio::spawn(async move {
+        let started = std::time::Instant::now();
+        match tokio::task::spawn_blocking(load).await {
+            Ok(Ok(store)) => {
+                loader_state.set(store);
+                tracing::info!(
+                    elapsed_ms = started.elapsed().as_millis() as u64,
+                    "catalog loaded; serving"
+                );
+            }
+            Ok(Err(e)) => {
+                let _ = fatal_tx.send(e).await;
+            }
+            Err(e) => {
+                let _ = fatal_tx
+                    .send(anyhow::anyhow!("catalog loader panicked: {e}"))
+                    .await;
+            }
+        }
+    });
+
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let server = tonic::transport::Server::builder()
+        .max_concurrent_streams(Some(10_000))
+        .add_service(
+            api::registry_server::RegistryServer::new(registry.clone())
+                .max_encoding_message_size(usize::MAX),
+        )
+        .add_service(
+            api::experimental_registry_server::ExperimentalRegistryServer::new(registry)
+                .max_encoding_message_size(usize::MAX),
+        )
+        .add_service(crate::upgrades_api::upgrades_server::UpgradesServer::new(
+            upgrades,
+        ))
+        .add_service(tonic_health::pb::health_server::HealthServer::new(health))
+        .add_service(reflection_v1)
+        .add_service(reflection_v1alpha)
+        .serve_with_incoming_shutdown(
+            tokio_stream::wrappers::TcpListenerStream::new(listener),
+            async {
+                let _ = stop_rx.await;
+            },
+        );
+    let mut server = Box::pin(server);
+
+    tokio::select! {
+        res = &mut server => return res.context("server failed"),
+        Some(e) = fatal_rx.recv() => return Err(e),
+        sig = stop_signal() => {
+            tracing::info!(signal = sig, grace_seconds = opts.grace.as_secs_f64(), "stopping: finishing in-flight calls");
+        }
+    }
+    let _ = stop_tx.send(());
+    match tokio::time::timeout(opts.grace, &mut server).await {
+        Ok(res) => res.context("server failed during shutdown")?,
+        Err(_) => tracing::warn!("grace period over; closing remaining calls"),
+    }
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// Resolves on SIGTERM or SIGINT. SIGTERM is handled explicitly: as PID 1 in a container it
+/// has no default action.
+async fn stop_signal() -> &'static str {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut term = signal(SignalKind::terminate()).expect("installing a SIGTERM handler");
+        let mut int = signal(SignalKind::interrupt()).expect("installing a SIGINT handler");
+        tokio::select! {
+            _ = term.recv() => "SIGTERM",
+            _ = int.recv() => "SIGINT",
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+        "interrupt"
+    }
+}

@@ -1,0 +1,286 @@
+//! Read queries over a built store, one function per question the server asks.
+//!
+//! Every query is an indexed lookup; update edges come from the materialized `edge` table, so
+//! no graph rule is evaluated here. "Closest to the head" is the stored `position`.
+
+use super::{decode_wire, Store};
+use crate::api;
+use anyhow::Result;
+use rusqlite::{params, OptionalExtension};
+
+/// Which part of a (package, channel, bundle) address did not resolve.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Missing {
+    Package,
+    Channel,
+    Bundle,
+}
+
+/// A channel entry with its declared edges, as the provider queries need it.
+#[derive(Debug, Clone)]
+pub struct EntryRow {
+    pub package: String,
+    pub channel: String,
+    pub bundle: String,
+    pub replaces: String,
+    pub skips: Vec<String>,
+    pub position: i64,
+}
+
+/// One page of ListBundles, keyed for the next page by (channel, package, bundle).
+pub type StreamKey = (String, String, String);
+
+impl Store {
+    pub fn list_packages(&self) -> Result<Vec<String>> {
+        let c = self.conn()?;
+        let mut st = c.prepare_cached("SELECT name FROM package ORDER BY name")?;
+        let names = st.query_map([], |r| r.get(0))?.collect::<Result<_, _>>()?;
+        Ok(names)
+    }
+
+    pub fn get_package(&self, name: &str) -> Result<Option<api::Package>> {
+        let c = self.conn()?;
+        let pkg = c
+            .prepare_cached("SELECT default_channel, deprecation FROM package WHERE name = ?1")?
+            .query_row([name], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, Option<String>>(1)?))
+            })
+            .optional()?;
+        let Some((default_channel, deprecation)) = pkg else {
+            return Ok(None);
+        };
+        let mut st = c.prepare_cached(
+            "SELECT name, head, deprecation FROM channel WHERE package = ?1 ORDER BY name",
+        )?;
+        let channels = st
+            .query_map([name], |r| {
+                Ok(api::Channel {
+                    name: r.get(0)?,
+                    csv_name: r.get(1)?,
+                    deprecation: r
+                        .get::<_, Option<String>>(2)?
+                        .map(|message| api::Deprecation { message }),
+                })
+            })?
+            .collect::<Result<_, _>>()?;
+        Ok(Some(api::Package {
+            name: name.to_string(),
+            channels,
+            default_channel_name: default_channel,
+            deprecation: deprecation.map(|message| api::Deprecation { message }),
+        }))
+    }
+
+    /// Checks that a package and channel exist.
+    pub fn check_channel(&self, package: &str, channel: &str) -> Result<Result<(), Missing>> {
+        let c = self.conn()?;
+        let pkg: Option<i64> = c
+            .prepare_cached("SELECT 1 FROM package WHERE name = ?1")?
+            .query_row([package], |r| r.get(0))
+            .optional()?;
+        if pkg.is_none() {
+            return Ok(Err(Missing::Package));
+        }
+        let ch: Option<i64> = c
+            .prepare_cached("SELECT 1 FROM channel WHERE package = ?1 AND name = ?2")?
+            .query_row([package, channel], |r| r.get(0))
+            .optional()?;
+        Ok(if ch.is_none() {
+            Err(Missing::Channel)
+        } else {
+            Ok(())
+        })
+    }
+
+    /// A bundle as a member of a channel. `trimmed` leaves replaces/skips empty, as every
+    /// single-bundle RPC does.
+    pub fn get_bundle(
+        &self,
+        package: &str,
+        channel: &str,
+        name: &str,
+        trimmed: bool,
+    ) -> Result<Result<api::Bundle, Missing>> {
+        if let Err(m) = self.check_channel(package, channel)? {
+            return Ok(Err(m));
+        }
+        let c = self.conn()?;
+        let row = c
+            .prepare_cached(
+                "SELECT b.wire_core, b.wire_manifests, e.replaces, e.skips, e.skip_range
+                 FROM channel_entry e JOIN bundle b ON b.package = e.package AND b.name = e.bundle
+                 WHERE e.package = ?1 AND e.channel = ?2 AND e.bundle = ?3",
+            )?
+            .query_row([package, channel, name], |r| {
+                Ok((
+                    r.get::<_, Vec<u8>>(0)?,
+                    r.get::<_, Vec<u8>>(1)?,
+                    r.get::<_, String>(2)?,
+                    r.get::<_, String>(3)?,
+                    r.get::<_, String>(4)?,
+                ))
+            })
+            .optional()?;
+        let Some((core, manifests, replaces, skips, skip_range)) = row else {
+            return Ok(Err(Missing::Bundle));
+        };
+        let mut b = decode_wire(&core, Some(&manifests))?;
+        b.channel_name = channel.to_string();
+        b.skip_range = skip_range;
+        if !trimmed {
+            b.replaces = replaces;
+            b.skips = serde_json::from_str(&skips).unwrap_or_default();
+        }
+        Ok(Ok(b))
+    }
+
+    /// The head of a channel.
+    pub fn channel_head(&self, package: &str, channel: &str) -> Result<Option<String>> {
+        let c = self.conn()?;
+        let head = c
+            .prepare_cached("SELECT head FROM channel WHERE package = ?1 AND name = ?2")?
+            .query_row([package, channel], |r| r.get(0))
+            .optional()?;
+        Ok(head)
+    }
+
+    /// Entries of a channel that replace or skip `name`, closest to the head first.
+    pub fn replacers_in_channel(
+        &self,
+        package: &str,
+        channel: &str,
+        name: &str,
+    ) -> Result<Vec<String>> {
+        let c = self.conn()?;
+        let mut st = c.prepare_cached(
+            "SELECT g.from_bundle FROM edge g
+             JOIN channel_entry e ON e.package = g.package AND e.channel = g.channel AND e.bundle = g.from_bundle
+             WHERE g.package = ?1 AND g.channel = ?2 AND g.to_bundle = ?3 AND g.kind IN ('replaces', 'skips')
+             GROUP BY g.from_bundle ORDER BY MIN(e.position), g.from_bundle",
+        )?;
+        let v = st
+            .query_map([package, channel, name], |r| r.get(0))?
+            .collect::<Result<_, _>>()?;
+        Ok(v)
+    }
+
+    /// Every entry in any package that replaces or skips `name`, with the entry's own replaces.
+    pub fn entries_that_replace(&self, name: &str) -> Result<Vec<api::ChannelEntry>> {
+        let c = self.conn()?;
+        let mut st = c.prepare_cached(
+            "SELECT e.package, e.channel, e.bundle, e.replaces FROM edge g
+             JOIN channel_entry e ON e.package = g.package AND e.channel = g.channel AND e.bundle = g.from_bundle
+             WHERE g.to_bundle = ?1 AND g.kind IN ('replaces', 'skips')
+             GROUP BY e.package, e.channel, e.bundle ORDER BY e.package, e.channel, e.bundle",
+        )?;
+        let v = st
+            .query_map([name], |r| {
+                Ok(api::ChannelEntry {
+                    package_name: r.get(0)?,
+                    channel_name: r.get(1)?,
+                    bundle_name: r.get(2)?,
+                    replaces: r.get(3)?,
+                })
+            })?
+            .collect::<Result<_, _>>()?;
+        Ok(v)
+    }
+
+    /// Entries whose bundle provides the exact group/version/kind.
+    pub fn providing_entries(
+        &self,
+        group: &str,
+        version: &str,
+        kind: &str,
+    ) -> Result<Vec<EntryRow>> {
+        let c = self.conn()?;
+        let mut st = c.prepare_cached(
+            "SELECT e.package, e.channel, e.bundle, e.replaces, e.skips, e.position
+             FROM provided_api a JOIN bundle b ON b.id = a.bundle_id
+             JOIN channel_entry e ON e.package = b.package AND e.bundle = b.name
+             WHERE a.api_group = ?1 AND a.version = ?2 AND a.kind = ?3
+             ORDER BY e.package, e.channel, e.bundle",
+        )?;
+        let v = st
+            .query_map([group, version, kind], |r| {
+                let skips: String = r.get(4)?;
+                Ok(EntryRow {
+                    package: r.get(0)?,
+                    channel: r.get(1)?,
+                    bundle: r.get(2)?,
+                    replaces: r.get(3)?,
+                    skips: serde_json::from_str(&skips).unwrap_or_default(),
+                    position: r.get(5)?,
+                })
+            })?
+            .collect::<Result<_, _>>()?;
+        Ok(v)
+    }
+
+    /// True when `bundle` is an entry of the channel.
+    pub fn in_channel(&self, package: &str, channel: &str, bundle: &str) -> Result<bool> {
+        let c = self.conn()?;
+        let hit: Option<i64> = c
+            .prepare_cached(
+                "SELECT 1 FROM channel_entry WHERE package = ?1 AND channel = ?2 AND bundle = ?3",
+            )?
+            .query_row([package, channel, bundle], |r| r.get(0))
+            .optional()?;
+        Ok(hit.is_some())
+    }
+
+    pub fn default_channel(&self, package: &str) -> Result<Option<String>> {
+        let c = self.conn()?;
+        let d = c
+            .prepare_cached("SELECT default_channel FROM package WHERE name = ?1")?
+            .query_row([package], |r| r.get(0))
+            .optional()?;
+        Ok(d)
+    }
+
+    /// The next page of ListBundles after `after`, in (channel, package, bundle) order. The
+    /// connection is released before the page is sent, so a slow reader holds nothing.
+    pub fn list_bundles_page(
+        &self,
+        after: Option<&StreamKey>,
+        limit: usize,
+    ) -> Result<Vec<(StreamKey, api::Bundle)>> {
+        let c = self.conn()?;
+        let (ch, pkg, name) = after.cloned().unwrap_or_default();
+        let first = after.is_none();
+        let mut st = c.prepare_cached(
+            "SELECT e.channel, e.package, e.bundle, e.replaces, e.skips, e.skip_range, b.wire_core,
+                    CASE WHEN b.image = '' THEN b.wire_manifests END
+             FROM channel_entry e JOIN bundle b ON b.package = e.package AND b.name = e.bundle
+             WHERE ?1 OR (e.channel, e.package, e.bundle) > (?2, ?3, ?4)
+             ORDER BY e.channel, e.package, e.bundle LIMIT ?5",
+        )?;
+        let mut rows = st.query(params![first, ch, pkg, name, limit as i64])?;
+        let mut out = Vec::with_capacity(limit);
+        while let Some(r) = rows.next()? {
+            let key: StreamKey = (r.get(0)?, r.get(1)?, r.get(2)?);
+            let core: Vec<u8> = r.get(6)?;
+            let manifests: Option<Vec<u8>> = r.get(7)?;
+            let mut b = decode_wire(&core, manifests.as_deref())?;
+            b.channel_name = key.0.clone();
+            b.replaces = r.get(3)?;
+            let skips: String = r.get(4)?;
+            b.skips = serde_json::from_str(&skips).unwrap_or_default();
+            b.skip_range = r.get(5)?;
+            out.push((key, b));
+        }
+        Ok(out)
+    }
+
+    /// Custom metas of one schema and exactly one package ("" for metas without a package).
+    pub fn custom_metas(&self, schema: &str, package: &str) -> Result<Vec<String>> {
+        let c = self.conn()?;
+        let mut st = c.prepare_cached(
+            "SELECT blob FROM custom_meta WHERE schema = ?1 AND package = ?2 ORDER BY seq",
+        )?;
+        let v = st
+            .query_map([schema, package], |r| r.get(0))?
+            .collect::<Result<_, _>>()?;
+        Ok(v)
+    }
+}
