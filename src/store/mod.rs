@@ -10,6 +10,7 @@
 //! to an opened store. Queries live in [`query`].
 
 pub mod query;
+pub mod upgrade_query;
 
 use crate::api;
 use crate::graph;

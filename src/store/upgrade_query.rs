@@ -1,0 +1,1 @@
+//! Store-backed view of a package's update graph for the upgrade resolver.
