@@ -1,10 +1,198 @@
 //! `opreg upgrade`: where an installed version upgrades to, and why.
+//!
+//! Reads the catalog (a built opreg database is queried through the store; any other SOURCE,
+//! or `--demo`, is loaded and validated into the model), runs
+//! [`crate::graph::resolve::resolve`] and prints the answer as text or JSON.
 
-/// Resolve upgrades from an installed version (not available yet).
+use crate::graph::resolve::{self, Resolution, Step, UpgradeGraph};
+use clap::builder::PossibleValuesParser;
+use std::path::PathBuf;
+
+/// Resolve upgrades from an installed bundle under classic OLM, OLM v1 or semver rules.
+///
+/// Prints the next bundle (name, version, channel, and the edge that allows the step), the
+/// whole path hop by hop until no further upgrade exists, and every other bundle considered
+/// at the last resolution with the reason it was not taken (reason codes: not-in-channel,
+/// outside-range, not-a-successor, blocked-by-policy, skipped-off-chain, farther-from-head,
+/// deprecated, lower-version, major-change, has-dependencies, already-on-path).
+///
+/// Rules: classic resolves in one channel (--channel or the default channel) and takes the
+/// successor closest to the head. v1 considers the listed channels (all when none), the
+/// --version constraint (Masterminds syntax) and --policy, keeps the installed version as a
+/// candidate, and takes non-deprecated first, then the highest version. semver is v1 with
+/// successors `^V, != V` instead of catalog edges.
+///
+/// JSON output (--output json) has the stable keys `next` (null or a step), `path` (steps),
+/// `rejected` ({name, version, reason, detail}), plus `installed`, `semantics`, `package` and
+/// `error` (the error OLM v1 would report, or null).
+///
+/// Exit codes: 0 resolution ran (also when there is no upgrade or OLM would report an error);
+/// 1 unknown package or channel, bad FROM, invalid catalog or range; 2 usage error.
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+#[command(after_help = "Examples:\n  \
+    opreg upgrade --demo -p example --from example.v1.0.0@1.0.0 --semantics v1\n  \
+    opreg upgrade catalog.db -p etcd --from etcdoperator.v0.9.0 --channel alpha -o json")]
+pub struct Args {
+    /// Catalog sources: a built opreg database, or anything `opreg ingest` accepts.
+    #[arg(value_name = "SOURCE", required_unless_present = "demo")]
+    pub sources: Vec<PathBuf>,
+    /// Resolve in the embedded demo catalog instead of SOURCE.
+    #[arg(long, conflicts_with = "sources")]
+    pub demo: bool,
+    /// Package to resolve in.
+    #[arg(short, long)]
+    pub package: String,
+    /// The installed bundle: a bundle name, a version of the package, or NAME@VERSION for an
+    /// installed bundle that is not in the catalog.
+    #[arg(long, value_name = "FROM")]
+    pub from: String,
+    /// Channel (classic: at most one, default channel when absent; v1/semver: repeatable,
+    /// all channels when absent).
+    #[arg(long = "channel", value_name = "CHANNEL")]
+    pub channels: Vec<String>,
+    /// OLM v1 version constraint (Masterminds syntax, e.g. "~1.2 || ~1.3"); v1/semver only.
+    #[arg(long = "version", value_name = "RANGE")]
+    pub version_range: Option<String>,
+    /// OLM v1 upgradeConstraintPolicy.
+    #[arg(long, default_value = "CatalogProvided",
+          value_parser = PossibleValuesParser::new(["CatalogProvided", "SelfCertified"]))]
+    pub policy: String,
+    /// Which OLM's rules to apply.
+    #[arg(long, default_value = "classic",
+          value_parser = PossibleValuesParser::new(["classic", "v1", "semver"]))]
+    pub semantics: String,
+    /// Output format.
+    #[arg(short, long, default_value = "text",
+          value_parser = PossibleValuesParser::new(["text", "json"]))]
+    pub output: String,
+    /// OpenShift cluster version 4.Y: mark path bundles whose olm.maxOpenShiftVersion blocks
+    /// upgrading the cluster beyond it.
+    #[arg(long, value_name = "4.Y")]
+    pub openshift_version: Option<String>,
+}
 
-pub fn run(_a: Args) -> i32 {
-    eprintln!("error: `opreg upgrade` is not available yet");
+pub fn run(a: Args) -> i32 {
+    let req = match resolve::Request::parse(
+        &a.package,
+        &a.from,
+        a.channels.clone(),
+        a.version_range.as_deref().unwrap_or(""),
+        &a.policy,
+        &a.semantics,
+        a.openshift_version.as_deref().unwrap_or(""),
+    ) {
+        Ok(r) => r,
+        Err(e) => return fail(&e),
+    };
+    let result = if a.demo {
+        match crate::demo::catalog() {
+            Ok(cat) => resolve::resolve(&cat, &req).map_err(Into::into),
+            Err(d) => {
+                eprintln!("{d}");
+                return super::EXIT_FAILURE;
+            }
+        }
+    } else if let [db] = a.sources.as_slice() {
+        if crate::store::is_opreg_db(db) {
+            match crate::store::Store::open(db) {
+                Ok(store) => {
+                    resolve::resolve(&store as &dyn UpgradeGraph, &req).map_err(Into::into)
+                }
+                Err(e) => return fail(&e),
+            }
+        } else {
+            from_sources(&a.sources, &req)
+        }
+    } else {
+        from_sources(&a.sources, &req)
+    };
+    let res = match result {
+        Ok(r) => r,
+        Err(ResolveOrExit::Exit(code)) => return code,
+        Err(ResolveOrExit::Error(e)) => return fail(&e),
+    };
+    if a.output == "json" {
+        match serde_json::to_string_pretty(&res) {
+            Ok(s) => println!("{s}"),
+            Err(e) => return fail(&e),
+        }
+    } else {
+        print!("{}", text(&res));
+    }
+    super::EXIT_OK
+}
+
+enum ResolveOrExit {
+    Error(resolve::ResolveError),
+    Exit(i32),
+}
+
+impl From<resolve::ResolveError> for ResolveOrExit {
+    fn from(e: resolve::ResolveError) -> Self {
+        ResolveOrExit::Error(e)
+    }
+}
+
+fn from_sources(sources: &[PathBuf], req: &resolve::Request) -> Result<Resolution, ResolveOrExit> {
+    let cat = super::load_valid(sources, false, true).map_err(ResolveOrExit::Exit)?;
+    Ok(resolve::resolve(&cat, req)?)
+}
+
+fn fail(e: &dyn std::fmt::Display) -> i32 {
+    eprintln!("error: {e}");
     super::EXIT_FAILURE
+}
+
+fn hop(s: &Step) -> String {
+    let mut line = format!(
+        "{} -> {} ({}) in channel {} via {}",
+        s.from, s.name, s.version, s.channel, s.edge
+    );
+    if !s.max_openshift_version.is_empty() {
+        line += &format!(" [maxOpenShiftVersion {}]", s.max_openshift_version);
+    }
+    if s.blocks_openshift_upgrade {
+        line += &format!("\n     BLOCKS the cluster upgrade: {}", s.openshift_note);
+    }
+    line
+}
+
+/// The human-readable report.
+pub fn text(r: &Resolution) -> String {
+    let i = &r.installed;
+    let mut out = format!(
+        "package {} ({} rules), installed {} ({}){}\n",
+        r.package,
+        r.semantics,
+        i.name,
+        i.version,
+        if i.in_catalog {
+            ""
+        } else {
+            ", not in the catalog"
+        }
+    );
+    match &r.next {
+        Some(n) => {
+            out += &format!(
+                "next: {} ({}) in channel {} via {}\npath:\n",
+                n.name, n.version, n.channel, n.edge
+            );
+            for (k, s) in r.path.iter().enumerate() {
+                out += &format!("  {}. {}\n", k + 1, hop(s));
+            }
+        }
+        None => out += "next: none (no upgrade)\n",
+    }
+    let last = r.path.last().map(|s| s.name.as_str()).unwrap_or(&i.name);
+    if let Some(e) = &r.error {
+        out += &format!("error: {e}\n");
+    }
+    if !r.rejected.is_empty() {
+        out += &format!("not taken from {last}:\n");
+        for x in &r.rejected {
+            out += &format!("  {} ({}): {}: {}\n", x.name, x.version, x.reason, x.detail);
+        }
+    }
+    out
 }
