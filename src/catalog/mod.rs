@@ -80,6 +80,20 @@ pub fn load_sources(
     sources: &[PathBuf],
     warnings: &mut Vec<Diagnostic>,
 ) -> Result<Catalog, Diagnostics> {
+    let (catalog, errors) = load_sources_partial(sources, warnings);
+    if errors.is_empty() {
+        Ok(catalog)
+    } else {
+        Err(Diagnostics(errors))
+    }
+}
+
+/// Like [`load_sources`], but always returns what could be assembled, next to the errors, so
+/// that validation can still report every other problem in the same run.
+pub fn load_sources_partial(
+    sources: &[PathBuf],
+    warnings: &mut Vec<Diagnostic>,
+) -> (Catalog, Vec<Diagnostic>) {
     let mut diags = Vec::new();
     let mut decls = Vec::new();
     for src in sources {
@@ -123,11 +137,7 @@ pub fn load_sources(
             false
         }
     });
-    if diags.is_empty() {
-        Ok(catalog)
-    } else {
-        Err(Diagnostics(diags))
-    }
+    (catalog, diags)
 }
 
 /// Splits a catalog back into declarations (used to merge a built DB with other sources).

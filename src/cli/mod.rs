@@ -128,23 +128,19 @@ pub fn load_valid(sources: &[PathBuf], progress: bool, quiet: bool) -> Result<Ca
         pb
     });
     let mut warnings = Vec::new();
-    let loaded = crate::catalog::load_sources(sources, &mut warnings);
+    let (cat, mut errors) = crate::catalog::load_sources_partial(sources, &mut warnings);
     if let Some(pb) = &spinner {
         pb.set_message("validating");
     }
-    let result = match loaded {
-        Ok(cat) => {
-            let diags = crate::validate::validate(&cat);
-            let (errors, warns): (Vec<Diagnostic>, Vec<Diagnostic>) =
-                diags.into_iter().partition(|d| d.is_error());
-            warnings.extend(warns);
-            if errors.is_empty() {
-                Ok(cat)
-            } else {
-                Err(errors)
-            }
-        }
-        Err(d) => Err(d.0),
+    let (errs, warns): (Vec<Diagnostic>, Vec<Diagnostic>) = crate::validate::validate(&cat)
+        .into_iter()
+        .partition(|d| d.is_error());
+    errors.extend(errs);
+    warnings.extend(warns);
+    let result = if errors.is_empty() {
+        Ok(cat)
+    } else {
+        Err(errors)
     };
     if let Some(pb) = spinner {
         pb.finish_and_clear();
