@@ -943,6 +943,23 @@ impl Reader<'_> {
                 package_props.swap_remove(pick)
             }
         };
+        let mut package_value = package_value;
+        let stored = package_value
+            .get("version")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        if stored.is_empty() && !row.version.is_empty() {
+            self.warn(
+                Rule::PackageProperty,
+                format!(
+                    "legacy quirk: the olm.package property has no version (migration 5 wrote its backfill into nameless rows, and migration 9 copied the empty column); using the CSV's version {:?}",
+                    row.version
+                ),
+            )
+            .in_package(pkg)
+            .in_bundle(name);
+            package_value["version"] = Value::String(row.version.clone());
+        }
         let version = package_value
             .get("version")
             .and_then(Value::as_str)
