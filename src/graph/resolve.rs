@@ -442,10 +442,8 @@ pub fn resolve(g: &dyn UpgradeGraph, req: &Request) -> Result<Resolution, Resolv
             }
         }
     }
-    if let Some(c) = cluster {
-        for s in &mut res.path {
-            mark_openshift(s, &facts.bundles[&s.name].max_openshift, c);
-        }
+    for s in &mut res.path {
+        mark_openshift(s, &facts.bundles[&s.name].max_openshift, cluster);
     }
     res.next = res.path.first().cloned();
     Ok(res)
@@ -798,14 +796,16 @@ impl Resolver<'_> {
     }
 }
 
-/// §3.11: the value must be exactly `major.minor`; it blocks when lower than the cluster's
-/// next minor (4.23 counts as 5.0). Unusable values count as blocking.
-fn mark_openshift(s: &mut Step, values: &[String], cluster: (u64, u64)) {
+/// §3.11: records the bundle's `olm.maxOpenShiftVersion` and, for a cluster at `4.Y`, whether
+/// it blocks the cluster upgrade: the value must be exactly `major.minor` (unusable values
+/// count as blocking) and blocks when below the cluster's next minor (4.23 counts as 5.0).
+fn mark_openshift(s: &mut Step, values: &[String], cluster: Option<(u64, u64)>) {
     let texts: Vec<String> = values
         .iter()
         .map(|v| v.trim_matches('"').to_string())
         .collect();
     s.max_openshift_version = texts.join(", ");
+    let Some(cluster) = cluster else { return };
     let next = match (cluster.0, cluster.1 + 1) {
         (4, 23) => (5, 0),
         n => n,
@@ -826,11 +826,11 @@ fn mark_openshift(s: &mut Step, values: &[String], cluster: (u64, u64)) {
     };
     let (block, note) = match parsed {
         Ok(max) if max < next => (true, format!(
-            "olm.maxOpenShiftVersion {}.{} is below {}.{}: installed, it blocks upgrading the cluster beyond {}.{}",
+            "olm.maxOpenShiftVersion {}.{} is below {}.{}, the next minor after {}.{}: while installed, it blocks the cluster upgrade",
             max.0, max.1, next.0, next.1, cluster.0, cluster.1
         )),
         Ok(_) => (false, String::new()),
-        Err(e) => (true, format!("unusable olm.maxOpenShiftVersion ({e}); OpenShift treats it as incompatible")),
+        Err(e) => (true, format!("unusable olm.maxOpenShiftVersion ({e}); OpenShift treats it as incompatible and blocks the cluster upgrade")),
     };
     s.blocks_openshift_upgrade = block;
     s.openshift_note = note;
@@ -918,4 +918,134 @@ pub fn lint(cat: &Catalog) -> Vec<Diagnostic> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Channel, ChannelEntry};
+
+    fn marked(values: &[&str], cluster: (u64, u64)) -> (bool, String) {
+        let mut s = Step {
+            name: String::new(),
+            version: String::new(),
+            channel: String::new(),
+            edge: String::new(),
+            from: String::new(),
+            max_openshift_version: String::new(),
+            blocks_openshift_upgrade: false,
+            openshift_note: String::new(),
+        };
+        let values: Vec<String> = values.iter().map(|v| v.to_string()).collect();
+        mark_openshift(&mut s, &values, Some(cluster));
+        (s.blocks_openshift_upgrade, s.openshift_note)
+    }
+
+    #[test]
+    fn max_openshift_version_compares_major_minor_with_the_next_minor() {
+        assert!(marked(&["\"4.12\""], (4, 12)).0);
+        assert!(!marked(&["\"4.13\""], (4, 12)).0);
+        assert!(
+            !marked(&["4.13"], (4, 12)).0,
+            "a JSON number reads the same"
+        );
+        assert!(
+            marked(&["4.1"], (4, 9)).0,
+            "4.10 turned into 4.1 by YAML blocks"
+        );
+        // 4.22's next minor counts as 5.0.
+        assert!(marked(&["\"4.30\""], (4, 22)).0);
+        assert!(!marked(&["\"5.0\""], (4, 22)).0);
+        assert!(!marked(&["\"4.30\""], (4, 21)).0);
+        // Unusable values count as blocking.
+        for bad in [
+            &["\"4.12.1\""][..],
+            &["\"\""],
+            &["\"4.20\"", "\"4.21\""],
+            &["\"four\""],
+        ] {
+            let (block, note) = marked(bad, (4, 12));
+            assert!(block && note.contains("unusable"), "{bad:?}: {note}");
+        }
+        assert_eq!(marked(&[], (4, 12)), (false, String::new()));
+    }
+
+    fn entry(name: &str, replaces: &str, skips: &[&str], range: &str) -> ChannelEntry {
+        ChannelEntry {
+            name: name.into(),
+            replaces: replaces.into(),
+            skips: skips.iter().map(|s| s.to_string()).collect(),
+            skip_range: range.into(),
+        }
+    }
+
+    fn catalog(entries: Vec<ChannelEntry>) -> Catalog {
+        let mut pkg = Package {
+            name: "p".into(),
+            default_channel: "c".into(),
+            ..Default::default()
+        };
+        for e in &entries {
+            let v = e.name.trim_start_matches("p.v");
+            pkg.bundles.insert(
+                e.name.clone(),
+                Bundle {
+                    name: e.name.clone(),
+                    properties: vec![crate::model::Property {
+                        r#type: prop::PACKAGE.into(),
+                        value: format!(r#"{{"packageName":"p","version":"{v}"}}"#),
+                    }],
+                    ..Default::default()
+                },
+            );
+        }
+        let ch = Channel {
+            name: "c".into(),
+            entries,
+            ..Default::default()
+        };
+        pkg.channels.insert("c".into(), ch);
+        let mut cat = Catalog::default();
+        cat.packages.insert("p".into(), pkg);
+        cat
+    }
+
+    fn lints(cat: &Catalog) -> Vec<String> {
+        lint(cat).into_iter().map(|d| d.message).collect()
+    }
+
+    #[test]
+    fn lint_finds_upgrades_only_through_a_skipped_entry() {
+        // 1.0.0 upgrades only via 1.1.0, which 2.0.0 skips: v1 takes it, classic never.
+        let cat = catalog(vec![
+            entry("p.v2.0.0", "", &["p.v1.1.0"], ""),
+            entry("p.v1.1.0", "p.v1.0.0", &[], ""),
+            entry("p.v1.0.0", "", &[], ""),
+        ]);
+        let l = lints(&cat);
+        assert!(
+            l.iter()
+                .any(|m| m.starts_with("p.v1.0.0 upgrades only through p.v1.1.0")),
+            "{l:?}"
+        );
+        // Once the skipper also replaces 1.0.0, both OLMs agree and nothing is reported.
+        let cat = catalog(vec![
+            entry("p.v2.0.0", "p.v1.0.0", &["p.v1.1.0"], ""),
+            entry("p.v1.1.0", "p.v1.0.0", &[], ""),
+            entry("p.v1.0.0", "", &[], ""),
+        ]);
+        assert_eq!(lints(&cat), Vec::<String>::new());
+    }
+
+    #[test]
+    fn lint_finds_a_head_below_the_top_and_a_range_without_replaces() {
+        let cat = catalog(vec![
+            entry("p.v1.1.0", "p.v1.9.0", &[], ""),
+            entry("p.v1.9.0", "", &[], ">=1.0.0 <1.9.0"),
+        ]);
+        let l = lints(&cat);
+        assert_eq!(l.len(), 2, "{l:?}");
+        assert!(l[0].contains("head p.v1.1.0 (1.1.0) is not the highest version"));
+        assert!(l[1].contains("p.v1.9.0 has a skipRange"));
+    }
 }
