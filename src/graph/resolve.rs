@@ -348,7 +348,8 @@ pub fn resolve(g: &dyn UpgradeGraph, req: &Request) -> Result<Resolution, Resolv
     let range = match &req.version_range {
         Some(r) if req.semantics == Semantics::Classic => {
             return Err(invalid(format!(
-                "--version {r:?} applies to v1 and semver resolution; classic OLM has no version constraint"
+                "--version {r:?} applies to v1 and semver resolution; classic OLM has no version \
+                 constraint"
             )))
         }
         Some(r) => Some(
@@ -501,12 +502,16 @@ fn parse_from(facts: &PackageFacts, from: &str) -> Result<Installed, ResolveErro
     match hits.as_slice() {
         [b] => of_bundle(b),
         [] => Err(ResolveError::NotFound(format!(
-            "FROM {from:?} is neither a bundle nor a version of package {:?}; for an installed bundle that is not in the catalog write name@version",
+            "FROM {from:?} is neither a bundle nor a version of package {:?}; for an installed \
+             bundle that is not in the catalog write name@version",
             facts.name
         ))),
         many => Err(invalid(format!(
             "FROM {from:?} is the version of several bundles ({}); name one",
-            many.iter().map(|b| b.name.as_str()).collect::<Vec<_>>().join(", ")
+            many.iter()
+                .map(|b| b.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
         ))),
     }
 }
@@ -577,7 +582,8 @@ impl Resolver<'_> {
         let chain = self.g.classic_chain(pkg, ch)?;
         if chain.is_empty() {
             return Err(invalid(format!(
-                "channel {ch:?} of package {pkg:?} has no unique head; classic OLM requires a unique replacement chain"
+                "channel {ch:?} of package {pkg:?} has no unique head; \
+                 classic OLM requires a unique replacement chain"
             )));
         }
         let ups = by_entry(self.g.upgrades_from(pkg, ch, inst)?);
@@ -588,21 +594,38 @@ impl Resolver<'_> {
                 continue;
             }
             let on_chain = chain.contains(&b.name);
-            rejected.push(match ups.get(&b.name) {
-                _ if !b.channels.contains(ch) => reject(b, "not-in-channel", format!("not an entry of channel {ch:?}")),
-                Some(k) if !on_chain => reject(b, "skipped-off-chain", format!(
-                    "has a {} edge from {}, but it is not on the channel's replaces chain from the head (skipped by another entry, or not reached), so classic OLM never installs it",
-                    k.as_str(), inst.name
-                )),
-                Some(k) => reject(b, "farther-from-head", format!(
-                    "has a {} edge from {}, but {} is closer to the channel head",
-                    k.as_str(), inst.name, pick.map(String::as_str).unwrap_or("")
-                )),
-                None => reject(b, "not-a-successor", format!(
-                    "neither replaces nor skips {}, and has no skipRange covering {}",
-                    inst.name, inst.version
-                )),
-            });
+            let head = pick.map(String::as_str).unwrap_or("");
+            let (reason, detail) = match ups.get(&b.name) {
+                _ if !b.channels.contains(ch) => {
+                    ("not-in-channel", format!("not an entry of channel {ch:?}"))
+                }
+                Some(k) if !on_chain => (
+                    "skipped-off-chain",
+                    format!(
+                        "has a {} edge from {}, but is not on the channel's replaces chain \
+                         from the head (skipped by another entry, or not reached): \
+                         classic OLM never installs it",
+                        k.as_str(),
+                        inst.name
+                    ),
+                ),
+                Some(k) => (
+                    "farther-from-head",
+                    format!(
+                        "has a {} edge from {}, but {head} is closer to the channel head",
+                        k.as_str(),
+                        inst.name
+                    ),
+                ),
+                None => (
+                    "not-a-successor",
+                    format!(
+                        "neither replaces nor skips {}, and has no skipRange covering {}",
+                        inst.name, inst.version
+                    ),
+                ),
+            };
+            rejected.push(reject(b, reason, detail));
         }
         Ok(match pick.and_then(|n| self.facts.bundles.get(n)) {
             Some(b) => Hop::To(step(b, ch, ups[&b.name].as_str(), inst)),
@@ -745,12 +768,17 @@ impl Resolver<'_> {
         }
         let mut error = None;
         if !stays && pick.has_dependencies {
-            rejected.push(reject(pick, "has-dependencies", format!(
-                "picked, but declares dependencies ({}, {} or {}); OLM v1 refuses it and does not fall back",
-                prop::GVK_REQUIRED, prop::PACKAGE_REQUIRED, prop::CONSTRAINT
-            )));
+            let detail = format!(
+                "picked, but declares dependencies ({}, {} or {}): \
+                 OLM v1 refuses it and does not fall back",
+                prop::GVK_REQUIRED,
+                prop::PACKAGE_REQUIRED,
+                prop::CONSTRAINT
+            );
+            rejected.push(reject(pick, "has-dependencies", detail));
             error = Some(format!(
-                "bundle {:?} was picked but declares dependencies; OLM v1 does not resolve dependencies",
+                "bundle {:?} was picked but declares dependencies; \
+                 OLM v1 does not resolve dependencies",
                 pick.name
             ));
         }
@@ -784,12 +812,22 @@ impl Resolver<'_> {
             }
         }
         let why = match self.req.semantics {
-            Semantics::Semver if !v.pre.is_empty() => format!("a pre-release, never in ^{iv}, != {iv}"),
+            Semantics::Semver if !v.pre.is_empty() => {
+                format!("a pre-release, never in ^{iv}, != {iv}")
+            }
             Semantics::Semver => format!("not in ^{iv}, != {iv}"),
-            _ => format!("no entry in the considered channels replaces or skips {}, or has a skipRange covering {iv}", inst.name),
+            _ => format!(
+                "no entry in the considered channels replaces or skips {}, \
+                 or has a skipRange covering {iv}",
+                inst.name
+            ),
         };
         if v.cmp_precedence(iv).is_gt() {
-            reject(b, "blocked-by-policy", format!("{why}; policy CatalogProvided requires a successor (SelfCertified would allow it)"))
+            let detail = format!(
+                "{why}; policy CatalogProvided requires a successor \
+                 (SelfCertified would allow it)"
+            );
+            reject(b, "blocked-by-policy", detail)
         } else {
             reject(b, "not-a-successor", why)
         }
@@ -825,12 +863,22 @@ fn mark_openshift(s: &mut Step, values: &[String], cluster: Option<(u64, u64)>) 
         _ => Err("the bundle has several olm.maxOpenShiftVersion properties".into()),
     };
     let (block, note) = match parsed {
-        Ok(max) if max < next => (true, format!(
-            "olm.maxOpenShiftVersion {}.{} is below {}.{}, the next minor after {}.{}: while installed, it blocks the cluster upgrade",
-            max.0, max.1, next.0, next.1, cluster.0, cluster.1
-        )),
+        Ok(max) if max < next => (
+            true,
+            format!(
+                "olm.maxOpenShiftVersion {}.{} is below {}.{}, the next minor after {}.{}: while \
+                 installed, it blocks the cluster upgrade",
+                max.0, max.1, next.0, next.1, cluster.0, cluster.1
+            ),
+        ),
         Ok(_) => (false, String::new()),
-        Err(e) => (true, format!("unusable olm.maxOpenShiftVersion ({e}); OpenShift treats it as incompatible and blocks the cluster upgrade")),
+        Err(e) => (
+            true,
+            format!(
+                "unusable olm.maxOpenShiftVersion ({e}); OpenShift treats it as \
+                 incompatible and blocks the cluster upgrade"
+            ),
+        ),
     };
     s.blocks_openshift_upgrade = block;
     s.openshift_note = note;
@@ -842,25 +890,26 @@ pub fn lint(cat: &Catalog) -> Vec<Diagnostic> {
     for pkg in cat.packages.values() {
         let versions = super::Versions::of(pkg);
         for ch in pkg.channels.values() {
-            let warn = |bundle: &str, msg: String| {
-                Diagnostic::warning(Rule::UpgradeLint, msg)
-                    .at(&ch.origin)
-                    .package(&pkg.name)
-                    .channel(&ch.name)
-                    .bundle(bundle)
+            let mut warn = |bundle: &str, msg: String| {
+                let d = Diagnostic::warning(Rule::UpgradeLint, msg).at(&ch.origin);
+                out.push(d.package(&pkg.name).channel(&ch.name).bundle(bundle));
             };
             // 1. A head below the channel's highest version strands v1 users below it.
             if let Head::One(head) = channel_head(ch) {
-                if let Some(hv) = versions.get(head) {
-                    let top = ch
-                        .entries
-                        .iter()
-                        .filter_map(|e| versions.get(&e.name).map(|v| (v, &e.name)))
-                        .max_by(|a, b| a.0.cmp_precedence(b.0));
-                    if let Some((tv, top)) = top.filter(|(tv, _)| tv.cmp_precedence(hv).is_gt()) {
-                        out.push(warn(head, format!(
-                            "the channel head {head} ({hv}) is not the highest version: {top} is {tv}. Classic OLM moves users to the head; OLM v1 never moves to a lower version, so users who reach {top} stay there"
-                        )));
+                let hv = versions.get(head);
+                let top = ch
+                    .entries
+                    .iter()
+                    .filter_map(|e| versions.get(&e.name).map(|v| (v, &e.name)))
+                    .max_by(|a, b| a.0.cmp_precedence(b.0));
+                if let (Some(hv), Some((tv, top))) = (hv, top) {
+                    if tv.cmp_precedence(hv).is_gt() {
+                        let msg = format!(
+                            "the channel head {head} ({hv}) is not the highest version: {top} is \
+                             {tv}. Classic OLM moves users to the head; OLM v1 never moves to a \
+                             lower version, so users who reach {top} stay there"
+                        );
+                        warn(head, msg);
                     }
                 }
             }
@@ -873,7 +922,8 @@ pub fn lint(cat: &Catalog) -> Vec<Diagnostic> {
                         && !r.edges_from(name, versions.get(name)).is_empty()
                 })
             };
-            for e in &ch.entries {
+            for rule in &rules {
+                let e = rule.entry;
                 let skippers: Vec<&str> = ch
                     .entries
                     .iter()
@@ -883,36 +933,42 @@ pub fn lint(cat: &Catalog) -> Vec<Diagnostic> {
                 if skippers.is_empty() {
                     continue;
                 }
-                let mut stranded: BTreeSet<&str> = BTreeSet::new();
-                let rule = EntryRule::new(e);
-                let mut targets: Vec<&str> = vec![e.replaces.as_str()];
+                let skippers = skippers.join(", ");
+                let mut targets: BTreeSet<&str> = BTreeSet::from([e.replaces.as_str()]);
                 targets.extend(e.skips.iter().map(String::as_str));
                 targets.extend(versions.0.keys().map(String::as_str));
                 for t in targets {
-                    if !rule.edges_from(t, versions.get(t)).is_empty() && !has_chain_successor(t) {
-                        stranded.insert(t);
+                    if rule.edges_from(t, versions.get(t)).is_empty() || has_chain_successor(t) {
+                        continue;
                     }
-                }
-                for t in &stranded {
-                    out.push(warn(&e.name, format!(
-                        "{t} upgrades only through {}, which {} skips: OLM v1 takes that edge, classic OLM never installs a skipped entry and leaves {t} without an upgrade",
-                        e.name, skippers.join(", ")
-                    )));
+                    let msg = format!(
+                        "{t} upgrades only through {}, which {skippers} skips: OLM v1 takes that \
+                         edge, classic OLM never installs a skipped entry and leaves {t} without \
+                         an upgrade",
+                        e.name
+                    );
+                    warn(&e.name, msg);
                 }
                 if rule.range.is_some() {
-                    out.push(warn(&e.name, format!(
-                        "{} is skipped by {}, so classic OLM ignores its skipRange {:?}: installed versions in that range that no chain entry covers reach {} only under OLM v1",
-                        e.name, skippers.join(", "), e.skip_range, e.name
-                    )));
+                    let msg = format!(
+                        "{} is skipped by {skippers}, so classic OLM ignores its skipRange {:?}: \
+                         installed versions in that range that no chain entry covers reach {} \
+                         only under OLM v1",
+                        e.name, e.skip_range, e.name
+                    );
+                    warn(&e.name, msg);
                 }
             }
             // 3. skipRange without replaces: older versions drop out of the channel.
             for e in &ch.entries {
                 if !e.skip_range.is_empty() && e.replaces.is_empty() {
-                    out.push(warn(&e.name, format!(
-                        "{} has a skipRange {:?} but no replaces: older versions drop out of the channel and can no longer be installed with startingCSV; set replaces as well",
+                    let msg = format!(
+                        "{} has a skipRange {:?} but no replaces: older versions drop out of the \
+                         channel and can no longer be installed with startingCSV; set replaces \
+                         as well",
                         e.name, e.skip_range
-                    )));
+                    );
+                    warn(&e.name, msg);
                 }
             }
         }
