@@ -11,8 +11,8 @@ mod common;
 use common::*;
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::path::PathBuf;
-use std::sync::OnceLock;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
 
 fn fx(name: &str) -> String {
     fixture(&format!("upgrades/{name}"))
@@ -20,16 +20,16 @@ fn fx(name: &str) -> String {
         .to_string()
 }
 
-/// Each fixture ingested once into a database shared by the tests of this file.
+/// Each fixture ingested once per test run, under cargo's per-target scratch directory.
 fn db(name: &str) -> String {
-    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
-    static BUILT: OnceLock<std::sync::Mutex<BTreeMap<String, PathBuf>>> = OnceLock::new();
-    let dir = DIR.get_or_init(|| tempfile::tempdir().unwrap());
+    static BUILT: OnceLock<Mutex<BTreeMap<String, PathBuf>>> = OnceLock::new();
     let mut built = BUILT.get_or_init(Default::default).lock().unwrap();
     let path = built
         .entry(name.to_string())
         .or_insert_with(|| {
-            let out = dir.path().join(format!("{name}.db"));
+            let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("upgrade-fixtures");
+            std::fs::create_dir_all(&dir).unwrap();
+            let out = dir.join(format!("{name}.db"));
             let (code, _, err) = opreg(&["ingest", "-q", &fx(name), "-o", out.to_str().unwrap()]);
             assert_eq!(code, 0, "ingest {name}: {err}");
             out
