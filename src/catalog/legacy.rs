@@ -772,7 +772,7 @@ impl Reader<'_> {
 
     /// Rows of a `(type, value, operatorbundle_name …)` table for one bundle, in table order.
     fn typed_rows(&self, table: &str, name: &str) -> Result<Vec<(String, String)>> {
-        let mut st = self.conn.prepare(&format!(
+        let mut st = self.conn.prepare_cached(&format!(
             "SELECT type, value FROM {table} WHERE operatorbundle_name = ?1 ORDER BY rowid"
         ))?;
         let rows = st
@@ -797,7 +797,7 @@ impl Reader<'_> {
                  WHERE e.operatorbundle_name = ?1 ORDER BY a.rowid"
             )
         };
-        let mut st = self.conn.prepare(&sql)?;
+        let mut st = self.conn.prepare_cached(&sql)?;
         let rows = st
             .query_map([name], |r| {
                 Ok(json!({
@@ -826,7 +826,7 @@ impl Reader<'_> {
                 ))
             })
             .collect();
-        let mut st = self.conn.prepare(
+        let mut st = self.conn.prepare_cached(
             "SELECT image FROM related_image WHERE operatorbundle_name = ?1 ORDER BY rowid",
         )?;
         let images = st
