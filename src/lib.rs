@@ -32,6 +32,10 @@
 //! [`diag::Diagnostics`] for problems in the catalog itself, because a user needs every catalog
 //! problem at once but only the first operational one. The CLI maps them to exit codes.
 
+// A `Diagnostic` is a rich, cold-path error value (file, scope, rule, message); boxing it on
+// every fallible parse helper would only add noise.
+#![allow(clippy::result_large_err)]
+
 pub mod api {
     //! Generated types and services of `proto/registry.proto` (`package api`).
     tonic::include_proto!("api");

@@ -244,7 +244,7 @@ fn validate_bundle(pkg: &Package, b: &Bundle, out: &mut Vec<Diagnostic>) {
             }
         };
         let shape = match prop.r#type.as_str() {
-            prop::PACKAGE => string_fields(&v, &["packageName", "version"]).and_then(|_| {
+            prop::PACKAGE => string_fields(&v, &["packageName", "version"]).map(|_| {
                 let named = v.get("packageName").and_then(Value::as_str).unwrap_or("");
                 if named != p {
                     out.push(err(
@@ -259,7 +259,6 @@ fn validate_bundle(pkg: &Package, b: &Bundle, out: &mut Vec<Diagnostic>) {
                         format!("error parsing bundle {:?} version {ver:?}: {e}", b.name),
                     ));
                 }
-                Ok(())
             }),
             prop::GVK | prop::GVK_REQUIRED => string_fields(&v, &["group", "kind", "version"]),
             prop::PACKAGE_REQUIRED => string_fields(&v, &["packageName", "versionRange"]),

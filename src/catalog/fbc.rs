@@ -236,6 +236,9 @@ fn type_name(v: &Value) -> &'static str {
     }
 }
 
+/// Objects of a list field, each with its field path for error messages.
+type ObjectList<'a> = Vec<(String, &'a Map<String, Value>)>;
+
 /// Typed field access with error messages that name the field path.
 struct Fields<'a> {
     map: &'a Map<String, Value>,
@@ -280,7 +283,7 @@ impl<'a> Fields<'a> {
             Some(v) => Err(self.err(field, "an object", v)),
         }
     }
-    fn objects(&self, field: &str) -> Result<Vec<(String, &'a Map<String, Value>)>, Diagnostic> {
+    fn objects(&self, field: &str) -> Result<ObjectList<'a>, Diagnostic> {
         let mut out = Vec::new();
         for (i, v) in self.list(field)?.iter().enumerate() {
             match v {
