@@ -662,3 +662,38 @@ fn fatal_start_up_error_exits_1_with_termination_log() {
     assert!(reason.contains("default channel must be set"), "{reason}");
     assert_eq!(reason.trim_end().lines().count(), 1, "one line: {reason}");
 }
+
+#[test]
+fn cache_dir_flags_follow_opm_semantics() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cache = tmp.path().join("cache");
+    let src = shared("upstream-manifests");
+    let (s, c) = (src.to_str().unwrap(), cache.to_str().unwrap());
+    // Enforced integrity (the default with --cache-dir) refuses a missing cache.
+    let port = free_port().to_string();
+    let (code, _, err) = opreg(&["serve", s, "--cache-dir", c, "-p", &port, "-t", "/dev/null"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("integrity check failed"), "{err}");
+    // --cache-only builds it and exits 0 without serving.
+    let (code, _, err) = opreg(&["serve", s, "--cache-dir", c, "--cache-only"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(cache.join("opreg-catalog.db").exists());
+    // Now the enforced cache matches and is served.
+    let server = Server::start(&[s, "--cache-dir", c]);
+    rt().block_on(async {
+        let mut cl = server.registry().await;
+        let p = cl.get_package(api::GetPackageRequest { name: "etcd".into() }).await.unwrap().into_inner();
+        assert_eq!(p.default_channel_name, "alpha");
+    });
+    drop(server);
+    // Another source against the same cache: enforced integrity refuses it.
+    let (code, _, err) = opreg(&["serve", fixture("deprecations").to_str().unwrap(), "--cache-dir", c, "-p", &port, "-t", "/dev/null"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("integrity check failed"), "{err}");
+    // Without enforcement a stale cache is rebuilt.
+    let server = Server::start(&[fixture("deprecations").to_str().unwrap(), "--cache-dir", c, "--cache-enforce-integrity=false"]);
+    rt().block_on(async {
+        let mut cl = server.registry().await;
+        assert!(cl.get_package(api::GetPackageRequest { name: "kiwi".into() }).await.is_ok());
+    });
+}
