@@ -32,7 +32,32 @@ pub struct Args {
     /// Timeout for the health RPC.
     #[arg(long, default_value = "1s", value_parser = parse_duration)]
     pub rpc_timeout: Duration,
+    /// Verbose output: the timings of the connection and the RPC, on stderr.
+    #[arg(short, long)]
+    pub verbose: bool,
 }
+
+/// grpc_health_probe's usage text, for `-h`/`-help`.
+const GO_USAGE: &str = "\
+Usage of grpc_health_probe (opreg):
+  -addr string
+    	tcp host:port to connect (default \":50051\"; a bare :PORT means this host)
+  -service string
+    	service name to check (default \"\")
+  -connect-timeout duration
+    	timeout for establishing connection (default 1s)
+  -rpc-timeout duration
+    	timeout for health check rpc (default 1s)
+  -user-agent string, -rpc-header value, -gzip
+    	accepted and ignored
+  -v	verbose logs
+  -version
+    	print version and exit
+  -tls, -tls-no-verify, -tls-ca-cert, -tls-client-cert, -tls-client-key, -tls-server-name,
+  -alts, -spiffe
+    	refused: opreg serves plaintext h2c only (as opm does)
+Exit codes: 0 SERVING, 1 bad arguments, 2 connection failure, 3 RPC failure, 4 not SERVING.
+";
 
 /// Parses a Go duration such as `1s`, `500ms`, `1m30s`, `2.5s`.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -80,6 +105,7 @@ pub fn parse_go_flags(args: &[std::ffi::OsString]) -> Result<Args, String> {
         service: String::new(),
         connect_timeout: Duration::from_secs(1),
         rpc_timeout: Duration::from_secs(1),
+        verbose: false,
     };
     let args: Vec<String> = args
         .iter()
@@ -120,8 +146,8 @@ pub fn parse_go_flags(args: &[std::ffi::OsString]) -> Result<Args, String> {
                     ));
                 }
             }
-            "gzip" => {}
-            "v" | "version" => return Err("opreg grpc_health_probe compatible client".into()),
+            "gzip" | "version" => {}
+            "v" => a.verbose = value != "false",
             other => return Err(format!("flag provided but not defined: -{other}")),
         }
         i += 1;
@@ -131,6 +157,24 @@ pub fn parse_go_flags(args: &[std::ffi::OsString]) -> Result<Args, String> {
 
 /// Entry point when invoked as `grpc_health_probe`.
 pub fn run_go_style(args: &[std::ffi::OsString]) -> i32 {
+    // As grpc_health_probe: `-h`/`-help` print the usage and exit 1 (its flag set reports
+    // ErrHelp as a parse error); `-version` prints the version and exits 0.
+    for arg in args.iter().map(|s| s.to_string_lossy()) {
+        match arg.trim_start_matches('-') {
+            "h" | "help" if arg.starts_with('-') => {
+                eprint!("{GO_USAGE}");
+                return EXIT_ARGS;
+            }
+            "version" | "version=true" if arg.starts_with('-') => {
+                println!(
+                    "opreg {} (grpc_health_probe compatible)",
+                    env!("CARGO_PKG_VERSION")
+                );
+                return EXIT_SERVING;
+            }
+            _ => {}
+        }
+    }
     match parse_go_flags(args) {
         Ok(a) => run(a),
         Err(e) => {
@@ -151,7 +195,16 @@ pub fn run(a: Args) -> i32 {
             return EXIT_RPC;
         }
     };
+    let started = std::time::Instant::now();
     let (code, msg) = rt.block_on(check(&a));
+    if a.verbose {
+        eprintln!(
+            "addr={} service={:?} time elapsed: {:?}",
+            a.addr,
+            a.service,
+            started.elapsed()
+        );
+    }
     if code == EXIT_SERVING {
         println!("{msg}");
     } else {
@@ -248,5 +301,10 @@ mod tests {
         assert!(parse_go_flags(&tls).unwrap_err().contains("not supported"));
         let bad: Vec<std::ffi::OsString> = ["-nope=1"].iter().map(Into::into).collect();
         assert!(parse_go_flags(&bad).is_err());
+        // -v is grpc_health_probe's verbose flag, not a version flag.
+        let verbose: Vec<std::ffi::OsString> = ["-v", "-addr=:1"].iter().map(Into::into).collect();
+        let a = parse_go_flags(&verbose).unwrap();
+        assert!(a.verbose);
+        assert_eq!(a.addr, ":1");
     }
 }

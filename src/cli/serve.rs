@@ -5,7 +5,10 @@
 //! served. The cache flags mean what they mean to `opm serve`: with `--cache-dir` the built
 //! database is kept there and reused while the source digest matches; `--cache-only` builds it
 //! and exits; `--cache-enforce-integrity` (on by default when `--cache-dir` is given without
-//! `--cache-only`) refuses to start unless the cache matches the source.
+//! `--cache-only`) refuses to start unless the cache matches the source. `--fallback-demo`
+//! serves the demo when SOURCE does not exist: the container image's default command is
+//! `serve /configs --fallback-demo ...`, so the bare image serves the demo and a catalog image
+//! built on it serves its `/configs`.
 
 use crate::catalog::SourceKind;
 use crate::store::Store;
@@ -50,6 +53,11 @@ pub struct Args {
     /// Debug logging.
     #[arg(long)]
     pub debug: bool,
+    /// If SOURCE does not exist, serve the embedded demo catalog instead of failing (with
+    /// --cache-dir, the demo's cache is looked for and kept there). The container image's
+    /// default command uses it, so the bare image serves the demo.
+    #[arg(long)]
+    pub fallback_demo: bool,
     /// Seconds in-flight calls may run after SIGTERM/SIGINT before the server exits.
     #[arg(long, default_value_t = 10.0, value_name = "SECONDS")]
     pub grace_period: f64,
@@ -84,7 +92,8 @@ fn fatal(termination_log: &Path, e: &anyhow::Error) -> i32 {
     super::EXIT_FAILURE
 }
 
-async fn run_async(a: Args) -> Result<()> {
+async fn run_async(mut a: Args) -> Result<()> {
+    a.source = effective_source(a.source.take(), a.fallback_demo);
     let enforce = a
         .cache_enforce_integrity
         .unwrap_or(a.cache_dir.is_some() && !a.cache_only);
@@ -112,6 +121,23 @@ async fn run_async(a: Args) -> Result<()> {
         Ok(store)
     })
     .await
+}
+
+/// SOURCE, or `None` (the demo) when `fallback_demo` is set and SOURCE does not exist.
+fn effective_source(source: Option<PathBuf>, fallback_demo: bool) -> Option<PathBuf> {
+    match source {
+        Some(src) if fallback_demo => match std::fs::symlink_metadata(&src) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                tracing::info!(
+                    source = %src.display(),
+                    "SOURCE does not exist; serving the embedded demo catalog (--fallback-demo)"
+                );
+                None
+            }
+            _ => Some(src),
+        },
+        other => other,
+    }
 }
 
 /// Turns a SOURCE (or the demo) into an open store, building or reusing a cache as asked.
@@ -189,7 +215,21 @@ fn prepare(
         cat
     };
     crate::store::write_catalog(&cat, &db, &digest, &mut |_, _| {})?;
+    make_world_readable(&db);
     Ok((Store::open(&db)?, guard))
+}
+
+/// A cache built at image build time (by USER 1001, or root) is read at run time by another,
+/// possibly arbitrary, UID: the new database is created 0600, so open it up to 0644 (opm
+/// writes its cache with umask 000 for the same reason).
+fn make_world_readable(db: &Path) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        if let Err(e) = std::fs::set_permissions(db, std::fs::Permissions::from_mode(0o644)) {
+            tracing::warn!(path = %db.display(), error = %e, "could not make the cache readable by other users");
+        }
+    }
 }
 
 fn demo_digest() -> String {
@@ -256,5 +296,37 @@ pub fn run_opm_compat(args: &[std::ffi::OsString]) -> i32 {
                 super::EXIT_OK
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fallback_demo_only_replaces_a_missing_source() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("configs");
+        assert_eq!(effective_source(Some(missing.clone()), true), None);
+        assert_eq!(
+            effective_source(Some(missing.clone()), false),
+            Some(missing)
+        );
+        let present = dir.path().to_path_buf();
+        assert_eq!(effective_source(Some(present.clone()), true), Some(present));
+        assert_eq!(effective_source(None, true), None);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn cache_is_readable_by_other_users() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let (_store, _) = prepare(None, Some(dir.path()), false).unwrap();
+        let mode = std::fs::metadata(dir.path().join(CACHE_DB))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o644);
     }
 }
