@@ -682,18 +682,43 @@ fn cache_dir_flags_follow_opm_semantics() {
     let server = Server::start(&[s, "--cache-dir", c]);
     rt().block_on(async {
         let mut cl = server.registry().await;
-        let p = cl.get_package(api::GetPackageRequest { name: "etcd".into() }).await.unwrap().into_inner();
+        let p = cl
+            .get_package(api::GetPackageRequest {
+                name: "etcd".into(),
+            })
+            .await
+            .unwrap()
+            .into_inner();
         assert_eq!(p.default_channel_name, "alpha");
     });
     drop(server);
     // Another source against the same cache: enforced integrity refuses it.
-    let (code, _, err) = opreg(&["serve", fixture("deprecations").to_str().unwrap(), "--cache-dir", c, "-p", &port, "-t", "/dev/null"]);
+    let (code, _, err) = opreg(&[
+        "serve",
+        fixture("deprecations").to_str().unwrap(),
+        "--cache-dir",
+        c,
+        "-p",
+        &port,
+        "-t",
+        "/dev/null",
+    ]);
     assert_eq!(code, 1);
     assert!(err.contains("integrity check failed"), "{err}");
     // Without enforcement a stale cache is rebuilt.
-    let server = Server::start(&[fixture("deprecations").to_str().unwrap(), "--cache-dir", c, "--cache-enforce-integrity=false"]);
+    let server = Server::start(&[
+        fixture("deprecations").to_str().unwrap(),
+        "--cache-dir",
+        c,
+        "--cache-enforce-integrity=false",
+    ]);
     rt().block_on(async {
         let mut cl = server.registry().await;
-        assert!(cl.get_package(api::GetPackageRequest { name: "kiwi".into() }).await.is_ok());
+        assert!(cl
+            .get_package(api::GetPackageRequest {
+                name: "kiwi".into()
+            })
+            .await
+            .is_ok());
     });
 }
