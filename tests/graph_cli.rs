@@ -3,8 +3,10 @@
 //! skipRange edges and deprecated bundles on a small FBC; `--from` paths against the resolver;
 //! and the legacy index drawn the same as the manifests it was built from.
 
+mod common;
 mod legacy_support;
 
+use common::opreg;
 use legacy_support::*;
 use opreg::graph::{self, EdgeKind, Versions};
 use opreg::model::Catalog;

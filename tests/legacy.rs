@@ -3,8 +3,10 @@
 //! every other schema version built by applying the documented migrations, deprecations, and
 //! the refusal of SQLite files that are not indexes.
 
+mod common;
 mod legacy_support;
 
+use common::{opreg, Server};
 use legacy_support::*;
 use opreg::api::registry_client::RegistryClient;
 use opreg::api::{GetPackageRequest, ListBundlesRequest, ListPackageRequest};
@@ -248,7 +250,7 @@ fn serving_the_legacy_fixture_answers_from_its_tables() {
     let fixture = legacy_fixture();
     let before = digest(&fixture);
     let db = open_ro(&fixture);
-    let server = Served::start(&fixture);
+    let server = Server::start(&[fixture.to_str().unwrap()]);
     let rt = runtime();
     rt.block_on(async {
         let mut c = RegistryClient::connect(server.addr()).await.unwrap();

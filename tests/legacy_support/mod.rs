@@ -1,4 +1,4 @@
-//! Helpers for the legacy-index and graph tests: the upstream fixtures, the real binary, a
+//! Helpers for the legacy-index and graph tests (the binary and servers come from `common`): the upstream fixtures, a
 //! served index, and legacy index databases at other schema versions.
 //!
 //! The upstream fixture `../shared/testdata/legacy-index/bundles.db` is at schema version 5 and
@@ -12,12 +12,6 @@
 use rusqlite::{params, Connection, OpenFlags};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
-
-pub fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_opreg")
-}
 
 /// The upstream schema-5 index.
 pub fn legacy_fixture() -> PathBuf {
@@ -42,88 +36,6 @@ pub fn open_ro(path: &Path) -> Connection {
 pub fn digest(path: &Path) -> String {
     use sha2::{Digest, Sha256};
     format!("{:x}", Sha256::digest(std::fs::read(path).unwrap()))
-}
-
-/// Runs `opreg ARGS`, returning (exit code, stdout, stderr).
-pub fn opreg(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(bin()).args(args).output().expect("run opreg");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-/// A running `opreg serve SOURCE`, killed on drop.
-pub struct Served {
-    child: Child,
-    pub port: u16,
-}
-
-impl Served {
-    pub fn start(source: &Path) -> Served {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let child = Command::new(bin())
-            .arg("serve")
-            .arg(source)
-            .args(["-p", &port.to_string(), "-t", "/dev/null"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn opreg serve");
-        let mut s = Served { child, port };
-        s.wait_serving();
-        s
-    }
-
-    pub fn addr(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
-    }
-
-    fn wait_serving(&mut self) {
-        let rt = runtime();
-        let start = Instant::now();
-        loop {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                panic!("opreg serve exited early: {status}");
-            }
-            let addr = self.addr();
-            let serving = rt.block_on(async move {
-                let Ok(ch) = tonic::transport::Endpoint::from_shared(addr)
-                    .unwrap()
-                    .connect()
-                    .await
-                else {
-                    return false;
-                };
-                let mut c = tonic_health::pb::health_client::HealthClient::new(ch);
-                let req = tonic_health::pb::HealthCheckRequest {
-                    service: String::new(),
-                };
-                matches!(c.check(req).await, Ok(r) if r.get_ref().status
-                    == tonic_health::pb::health_check_response::ServingStatus::Serving as i32)
-            });
-            if serving {
-                return;
-            }
-            assert!(
-                start.elapsed() < Duration::from_secs(60),
-                "server never reported SERVING"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 pub fn runtime() -> tokio::runtime::Runtime {
