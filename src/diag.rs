@@ -142,19 +142,61 @@ impl fmt::Display for Diagnostic {
         }
         let mut scope = Vec::new();
         if let Some(p) = &self.package {
-            scope.push(format!("package {p:?}"));
+            scope.push(format!("package {}", quoted(p)));
         }
         if let Some(c) = &self.channel {
-            scope.push(format!("channel {c:?}"));
+            scope.push(format!("channel {}", quoted(c)));
         }
         if let Some(b) = &self.bundle {
-            scope.push(format!("bundle {b:?}"));
+            scope.push(format!("bundle {}", quoted(b)));
         }
         if !scope.is_empty() {
             write!(f, "{}: ", scope.join(", "))?;
         }
-        write!(f, "{}", self.message)
+        write!(f, "{}", elide(&self.message, MAX_MESSAGE, 512))
     }
+}
+
+/// Longest name printed in full in a diagnostic's scope.
+const MAX_NAME: usize = 256;
+/// Longest message printed in full. A catalog can hold names of any length (a 50 MB package
+/// name is one string); a diagnostic quoting it stays one readable line.
+const MAX_MESSAGE: usize = 4096;
+
+/// `name` quoted, its middle elided when it is longer than [`MAX_NAME`] bytes.
+fn quoted(name: &str) -> String {
+    if name.len() <= MAX_NAME {
+        format!("{name:?}")
+    } else {
+        let head = floor_boundary(name, MAX_NAME);
+        format!("{:?}… ({} bytes)", &name[..head], name.len())
+    }
+}
+
+/// `s`, or its first bytes and last `tail` bytes around a note of how much was left out.
+fn elide(s: &str, max: usize, tail: usize) -> std::borrow::Cow<'_, str> {
+    if s.len() <= max {
+        return s.into();
+    }
+    let head = floor_boundary(s, max - tail);
+    let mut start = s.len() - tail;
+    while !s.is_char_boundary(start) {
+        start += 1;
+    }
+    format!(
+        "{}…[{} bytes elided]…{}",
+        &s[..head],
+        start - head,
+        &s[start..]
+    )
+    .into()
+}
+
+fn floor_boundary(s: &str, mut i: usize) -> usize {
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
 }
 
 /// A non-empty list of diagnostics that stopped an operation.
@@ -180,3 +222,24 @@ impl fmt::Display for Diagnostics {
 }
 
 impl std::error::Error for Diagnostics {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn huge_names_and_messages_are_elided_on_char_boundaries() {
+        let name = "é".repeat(100_000);
+        let d = Diagnostic::error(
+            Rule::PackageName,
+            format!("bad name {name:?}: must be short"),
+        )
+        .package(&name);
+        let line = d.to_string();
+        assert!(line.len() < MAX_NAME + MAX_MESSAGE + 200, "{}", line.len());
+        assert!(line.starts_with("error[package-name]: package \"éé"));
+        assert!(line.contains("(200000 bytes)"));
+        assert!(line.ends_with("\": must be short"));
+        assert!(line.contains("bytes elided]"));
+    }
+}

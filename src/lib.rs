@@ -60,3 +60,4 @@ pub mod server;
 pub mod store;
 pub mod validate;
 pub mod wire;
+pub mod yaml;
