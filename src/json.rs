@@ -15,6 +15,13 @@ pub fn canonical(v: &Value) -> String {
     out
 }
 
+/// Encodes a JSON object canonically (as [`canonical`] does for `Value::Object`).
+pub fn canonical_object(m: &serde_json::Map<String, Value>) -> String {
+    let mut out = String::new();
+    write_object(&mut out, m);
+    out
+}
+
 /// Parses JSON text and re-encodes it canonically.
 pub fn canonicalize_str(s: &str) -> Result<String, serde_json::Error> {
     let v: Value = serde_json::from_str(s)?;
@@ -24,23 +31,38 @@ pub fn canonicalize_str(s: &str) -> Result<String, serde_json::Error> {
 /// Escapes `<`, `>`, `&`, U+2028 and U+2029 inside JSON text the way Go's encoder does by default.
 /// Those characters can only occur inside string literals, so a textual pass is exact.
 pub fn go_html_escape(json: &str) -> String {
-    if !json
-        .chars()
-        .any(|c| matches!(c, '<' | '>' | '&' | '\u{2028}' | '\u{2029}'))
-    {
+    let b = json.as_bytes();
+    // U+2028 and U+2029 are E2 80 A8 and E2 80 A9 in UTF-8.
+    let special = |i: usize| match b[i] {
+        b'<' | b'>' | b'&' => true,
+        0xE2 => b.get(i + 1) == Some(&0x80) && matches!(b.get(i + 2), Some(0xA8 | 0xA9)),
+        _ => false,
+    };
+    let Some(first) = (0..b.len()).find(|&i| special(i)) else {
         return json.to_string();
-    }
+    };
     let mut out = String::with_capacity(json.len() + 16);
-    for c in json.chars() {
-        match c {
-            '<' => out.push_str("\\u003c"),
-            '>' => out.push_str("\\u003e"),
-            '&' => out.push_str("\\u0026"),
-            '\u{2028}' => out.push_str("\\u2028"),
-            '\u{2029}' => out.push_str("\\u2029"),
-            c => out.push(c),
+    out.push_str(&json[..first]);
+    let mut start = first;
+    let mut i = first;
+    while i < b.len() {
+        if special(i) {
+            out.push_str(&json[start..i]);
+            let (esc, len) = match b[i] {
+                b'<' => ("\\u003c", 1),
+                b'>' => ("\\u003e", 1),
+                b'&' => ("\\u0026", 1),
+                _ if b[i + 2] == 0xA8 => ("\\u2028", 3),
+                _ => ("\\u2029", 3),
+            };
+            out.push_str(esc);
+            i += len;
+            start = i;
+        } else {
+            i += 1;
         }
     }
+    out.push_str(&json[start..]);
     out
 }
 
@@ -60,26 +82,53 @@ fn write_value(out: &mut String, v: &Value) {
             }
             out.push(']');
         }
-        Value::Object(m) => {
-            let mut keys: Vec<&String> = m.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (i, k) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_string(out, k);
-                out.push(':');
-                write_value(out, &m[k]);
-            }
-            out.push('}');
-        }
+        Value::Object(m) => write_object(out, m),
     }
 }
 
+fn write_object(out: &mut String, m: &serde_json::Map<String, Value>) {
+    // serde_json's map is a BTreeMap (no `preserve_order`): keys iterate sorted.
+    out.push('{');
+    for (i, (k, x)) in m.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        write_string(out, k);
+        out.push(':');
+        write_value(out, x);
+    }
+    out.push('}');
+}
+
+/// Appends `s` as a JSON string literal, escaping exactly what serde_json (and Go, without HTML
+/// escaping) escapes: `"`, `\` and control characters.
 pub(crate) fn write_string(out: &mut String, s: &str) {
-    // serde_json escapes exactly what JSON requires and leaves HTML characters alone.
-    out.push_str(&serde_json::to_string(s).expect("string serialization cannot fail"));
+    out.reserve(s.len() + 2);
+    out.push('"');
+    let bytes = s.as_bytes();
+    let mut start = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let esc: &str = match b {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            0x08 => "\\b",
+            0x0c => "\\f",
+            0x00..=0x1f => "",
+            _ => continue,
+        };
+        out.push_str(&s[start..i]);
+        if esc.is_empty() {
+            let _ = write!(out, "\\u{b:04x}");
+        } else {
+            out.push_str(esc);
+        }
+        start = i + 1;
+    }
+    out.push_str(&s[start..]);
+    out.push('"');
 }
 
 /// Go decodes every JSON number into a float64 and prints it back.
@@ -140,12 +189,29 @@ mod tests {
     }
 
     #[test]
+    fn strings_escape_like_serde_json() {
+        let all: String = (0u32..0x80)
+            .filter_map(char::from_u32)
+            .chain("é\u{2028}\u{7f}😀".chars())
+            .collect();
+        for s in [all.as_str(), "", "plain", "a\"b\\c\n", "\u{1}\u{1f}x"] {
+            let mut out = String::new();
+            write_string(&mut out, s);
+            assert_eq!(out, serde_json::to_string(s).unwrap(), "{s:?}");
+        }
+    }
+
+    #[test]
     fn html_is_not_escaped_but_can_be() {
         let v = json!({"a": "<b>&"});
         assert_eq!(canonical(&v), r#"{"a":"<b>&"}"#);
         assert_eq!(
             go_html_escape(&canonical(&v)),
             r#"{"a":"\u003cb\u003e\u0026"}"#
+        );
+        assert_eq!(
+            go_html_escape("\"x\u{2028}y\u{2029}z\u{2027}é<\""),
+            r#""x\u2028y\u2029z\u{2027}é\u003c""#.replace("\\u{2027}", "\u{2027}")
         );
     }
 }

@@ -113,6 +113,10 @@ pub struct Bundle {
     pub properties: Vec<Property>,
     pub related_images: Vec<RelatedImage>,
     pub origin: Origin,
+    /// Set on the light copy an ingest keeps after handing the whole bundle to the store
+    /// ([`Bundle::lightened`]): the manifest-carrying properties are gone and the per-bundle
+    /// rules have already run on the whole bundle.
+    pub spilled: bool,
 }
 
 /// A typed property. `value` is canonical JSON text: compact, keys sorted at every level.
@@ -173,6 +177,26 @@ pub struct Gvk {
 }
 
 impl Bundle {
+    /// A copy without the manifest-carrying properties (`olm.csv.metadata`,
+    /// `olm.bundle.object`), which hold most of a catalog's bytes and which nothing after the
+    /// per-bundle rules and the store's wire form reads. Marked `spilled`.
+    pub fn lightened(&self) -> Bundle {
+        Bundle {
+            name: self.name.clone(),
+            package: self.package.clone(),
+            image: self.image.clone(),
+            properties: self
+                .properties
+                .iter()
+                .filter(|p| p.r#type != prop::CSV_METADATA && p.r#type != prop::BUNDLE_OBJECT)
+                .cloned()
+                .collect(),
+            related_images: self.related_images.clone(),
+            origin: self.origin.clone(),
+            spilled: true,
+        }
+    }
+
     /// Properties of one type, in order.
     pub fn properties_of<'a>(&'a self, ty: &'a str) -> impl Iterator<Item = &'a Property> + 'a {
         self.properties.iter().filter(move |p| p.r#type == ty)

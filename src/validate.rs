@@ -109,7 +109,9 @@ fn validate_package(pkg: &Package, out: &mut Vec<Diagnostic>) {
                 .bundle(&b.name),
             );
         }
-        validate_bundle(pkg, b, out);
+        if !b.spilled {
+            bundle_rules(b, out);
+        }
     }
     validate_deprecations(pkg, out);
 }
@@ -210,8 +212,11 @@ fn validate_channel(pkg: &Package, ch: &Channel, out: &mut Vec<Diagnostic>) {
     }
 }
 
-fn validate_bundle(pkg: &Package, b: &Bundle, out: &mut Vec<Diagnostic>) {
-    let p = pkg.name.as_str();
+/// The rules that read one bundle alone: its `olm.package` property, property shapes, image.
+/// [`validate`] runs them on every bundle not already checked; a streaming ingest runs them as
+/// each bundle is read, before it keeps only a [`Bundle::lightened`] copy.
+pub fn bundle_rules(b: &Bundle, out: &mut Vec<Diagnostic>) {
+    let p = b.package.as_str();
     let err = |rule: Rule, msg: String| {
         Diagnostic::error(rule, msg)
             .at(&b.origin)
@@ -233,6 +238,38 @@ fn validate_bundle(pkg: &Package, b: &Bundle, out: &mut Vec<Diagnostic>) {
     let mut has_objects = false;
     let mut max_ocp = Vec::new();
     for (i, prop) in b.properties.iter().enumerate() {
+        // Most of a catalog's bytes are in olm.csv.metadata and custom properties, whose
+        // contents no rule reads: check only that they are JSON (and, for the metadata, an
+        // object) without building a tree.
+        let needs_tree = matches!(
+            prop.r#type.as_str(),
+            prop::PACKAGE
+                | prop::GVK
+                | prop::GVK_REQUIRED
+                | prop::PACKAGE_REQUIRED
+                | prop::BUNDLE_OBJECT
+                | prop::MAX_OCP
+        );
+        if !needs_tree {
+            let metadata = prop.r#type == prop::CSV_METADATA;
+            let shape = serde_json::from_str::<serde::de::IgnoredAny>(&prop.value)
+                .map_err(|e| e.to_string())
+                .and_then(|_| {
+                    csv_metadata += usize::from(metadata);
+                    if metadata && !prop.value.trim_start().starts_with('{') {
+                        Err("expected an object".to_string())
+                    } else {
+                        Ok(())
+                    }
+                });
+            if let Err(e) = shape {
+                out.push(err(
+                    Rule::Property,
+                    format!("parse property[{i}] of type {:?}: {e}", prop.r#type),
+                ));
+            }
+            continue;
+        }
         let v: Value = match serde_json::from_str(&prop.value) {
             Ok(v) => v,
             Err(e) => {
@@ -265,19 +302,14 @@ fn validate_bundle(pkg: &Package, b: &Bundle, out: &mut Vec<Diagnostic>) {
             prop::BUNDLE_OBJECT => {
                 has_objects = true;
                 match v.get("data").and_then(Value::as_str) {
-                    Some(d) => base64::engine::general_purpose::STANDARD
-                        .decode(d)
-                        .map(|_| ())
-                        .map_err(|e| format!("data is not base64: {e}")),
+                    Some(d) => match base64::engine::general_purpose::STANDARD.decode(d) {
+                        Err(e) => Err(format!("data is not base64: {e}")),
+                        Ok(_) if crate::wire::decode_object(&prop.value).is_none() => Err(
+                            "read bundle objects: data is not a JSON or YAML document".into(),
+                        ),
+                        Ok(_) => Ok(()),
+                    },
                     None => Err("expected an object with a string \"data\"".to_string()),
-                }
-            }
-            prop::CSV_METADATA => {
-                csv_metadata += 1;
-                if v.is_object() {
-                    Ok(())
-                } else {
-                    Err("expected an object".to_string())
                 }
             }
             prop::MAX_OCP => {

@@ -5,6 +5,9 @@
 //! manifest-carrying types, `object` from `olm.bundle.object`, and `csvJson` from the CSV
 //! object or, when there is none, synthesized from a single `olm.csv.metadata`. The store runs
 //! it once per bundle at ingest and keeps the encoded result, so serving never repeats it.
+//! A synthesized CSV is the exception: it repeats the package icon in every bundle, so storing
+//! it would multiply the database several times over; the store keeps only the fact that one is
+//! due and calls [`synthesize_csv`] when a bundle is read.
 //! Channel-specific fields (channelName, replaces, skips, skipRange) are filled at query time.
 
 use crate::api;
@@ -18,16 +21,46 @@ use serde_json::{Map, Value};
 /// ListBundles can skip the manifests of image bundles without decoding them.
 pub struct WireBundle {
     pub core: api::Bundle,
+    /// csvJson and object from `olm.bundle.object`s.
     pub manifests: api::Bundle,
+    /// csvJson is to be synthesized from the bundle's one `olm.csv.metadata` property
+    /// ([`complete_manifests`]).
+    pub csv_synth: bool,
 }
 
-pub fn to_wire(pkg: &Package, b: &Bundle) -> WireBundle {
+/// What a synthesized ClusterServiceVersion is made of.
+pub struct CsvInputs<'a> {
+    pub bundle_name: &'a str,
+    pub version: &'a str,
+    pub related_images: &'a [RelatedImage],
+    pub package_description: &'a str,
+    pub package_icon: Option<&'a Icon>,
+    /// The `olm.csv.metadata` property value.
+    pub metadata: &'a str,
+}
+
+/// Fills in a synthesized csvJson (and `object`, when the bundle has no objects) if `csv_synth`.
+pub fn complete_manifests(
+    manifests: &mut api::Bundle,
+    csv_synth: bool,
+    inputs: impl FnOnce() -> String,
+) {
+    if csv_synth && manifests.csv_json.is_empty() {
+        manifests.csv_json = inputs();
+        if manifests.object.is_empty() {
+            manifests.object.push(manifests.csv_json.clone());
+        }
+    }
+}
+
+/// `deprecation` is the bundle's deprecation message, if its package deprecates it.
+pub fn to_wire(b: &Bundle, deprecation: Option<&str>) -> WireBundle {
     let mut core = api::Bundle {
         csv_name: b.name.clone(),
         package_name: b.package.clone(),
         bundle_path: b.image.clone(),
         version: b.version(),
-        deprecation: pkg.bundle_deprecation(&b.name).map(|m| api::Deprecation {
+        deprecation: deprecation.map(|m| api::Deprecation {
             message: m.to_string(),
         }),
         ..Default::default()
@@ -84,18 +117,13 @@ pub fn to_wire(pkg: &Package, b: &Bundle) -> WireBundle {
             value: p.value.clone(),
         });
     }
-    let mut csv_json = objects
+    let csv_json = objects
         .iter()
         .find(|(kind, _)| kind == "ClusterServiceVersion")
         .map(|(_, text)| text.clone())
         .unwrap_or_default();
-    let mut object: Vec<String> = objects.into_iter().map(|(_, t)| t).collect();
-    if csv_json.is_empty() && csv_metadata.len() == 1 {
-        csv_json = synthesize_csv(pkg, b, &csv_metadata[0].value);
-        if object.is_empty() {
-            object.push(csv_json.clone());
-        }
-    }
+    let csv_synth = csv_json.is_empty() && csv_metadata.len() == 1;
+    let object: Vec<String> = objects.into_iter().map(|(_, t)| t).collect();
     WireBundle {
         core,
         manifests: api::Bundle {
@@ -103,11 +131,39 @@ pub fn to_wire(pkg: &Package, b: &Bundle) -> WireBundle {
             object,
             ..Default::default()
         },
+        csv_synth,
     }
 }
 
+/// The whole wire form of a model bundle, synthesized CSV included.
+pub fn full_wire(pkg: &Package, b: &Bundle) -> api::Bundle {
+    let w = to_wire(b, pkg.bundle_deprecation(&b.name));
+    let mut m = w.manifests;
+    complete_manifests(&mut m, w.csv_synth, || {
+        let md = b
+            .properties
+            .iter()
+            .find(|p| p.r#type == prop::CSV_METADATA)
+            .map_or("", |p| p.value.as_str());
+        synthesize_csv(&CsvInputs {
+            bundle_name: &b.name,
+            version: &b.version(),
+            related_images: &b.related_images,
+            package_description: &pkg.description,
+            package_icon: pkg.icon.as_ref(),
+            metadata: md,
+        })
+    });
+    let mut core = w.core;
+    core.csv_json = m.csv_json;
+    core.object = m.object;
+    core
+}
+
 /// Decodes an `olm.bundle.object` value to (kind, Go-encoded JSON text).
-fn decode_object(value: &str) -> Option<(String, String)> {
+/// `None` when the value is not `{"data": <base64 of a JSON or YAML document>}`; validation
+/// rejects such bundles (upstream: "read bundle objects").
+pub(crate) fn decode_object(value: &str) -> Option<(String, String)> {
     let v: Value = serde_json::from_str(value).ok()?;
     let data = v.get("data")?.as_str()?;
     let bytes = base64::engine::general_purpose::STANDARD
@@ -117,6 +173,7 @@ fn decode_object(value: &str) -> Option<(String, String)> {
         Ok(v) => v,
         Err(_) => {
             let text = std::str::from_utf8(&bytes).ok()?;
+            crate::yaml::check_flow_depth(text).ok()?;
             let de = yaml_serde::Deserializer::from_str(text).next()?;
             Value::deserialize(de).ok()?
         }
@@ -132,8 +189,8 @@ fn decode_object(value: &str) -> Option<(String, String)> {
 /// Builds a v1alpha1 ClusterServiceVersion from an `olm.csv.metadata` property, in the field
 /// order and with the empty-field rules of the Go types, so clients that decode `csvJson`
 /// (packageserver reads display name, description, provider, icon, labels) get what opm sends.
-fn synthesize_csv(pkg: &Package, b: &Bundle, metadata: &str) -> String {
-    let md: Map<String, Value> = serde_json::from_str(metadata).unwrap_or_default();
+pub fn synthesize_csv(c: &CsvInputs) -> String {
+    let md: Map<String, Value> = serde_json::from_str(c.metadata).unwrap_or_default();
     let get = |k: &str| md.get(k).filter(|v| !v.is_null());
     let nonempty = |v: &&Value| match v {
         Value::String(s) => !s.is_empty(),
@@ -142,7 +199,7 @@ fn synthesize_csv(pkg: &Package, b: &Bundle, metadata: &str) -> String {
         _ => true,
     };
     let mut out = String::from("{\"kind\":\"ClusterServiceVersion\",\"apiVersion\":\"operators.coreos.com/v1alpha1\",\"metadata\":{\"name\":");
-    json::write_string(&mut out, &b.name);
+    json::write_string(&mut out, c.bundle_name);
     out.push_str(",\"creationTimestamp\":null");
     for key in ["labels", "annotations"] {
         if let Some(v) = get(key).filter(nonempty) {
@@ -152,10 +209,9 @@ fn synthesize_csv(pkg: &Package, b: &Bundle, metadata: &str) -> String {
     out.push_str(
         "},\"spec\":{\"install\":{\"strategy\":\"deployment\",\"spec\":{\"deployments\":null}}",
     );
-    let version = b.version();
-    if !version.is_empty() {
+    if !c.version.is_empty() {
         out.push_str(",\"version\":");
-        json::write_string(&mut out, &version);
+        json::write_string(&mut out, c.version);
     }
     let field = |out: &mut String, json_key: &str, v: Option<&Value>, always: bool| match v
         .filter(nonempty)
@@ -187,7 +243,7 @@ fn synthesize_csv(pkg: &Package, b: &Bundle, metadata: &str) -> String {
     let description = get("description")
         .and_then(Value::as_str)
         .filter(|s| !s.is_empty())
-        .unwrap_or(&pkg.description);
+        .unwrap_or(c.package_description);
     if !description.is_empty() {
         out.push_str(",\"description\":");
         json::write_string(&mut out, description);
@@ -196,7 +252,7 @@ fn synthesize_csv(pkg: &Package, b: &Bundle, metadata: &str) -> String {
     field(&mut out, "maintainers", get("maintainers"), false);
     field(&mut out, "provider", get("provider"), true);
     field(&mut out, "links", get("links"), false);
-    if let Some(icon) = &pkg.icon {
+    if let Some(icon) = c.package_icon {
         out.push_str(",\"icon\":[{\"base64data\":");
         json::write_string(&mut out, &icon.base64data);
         out.push_str(",\"mediatype\":");
@@ -205,8 +261,8 @@ fn synthesize_csv(pkg: &Package, b: &Bundle, metadata: &str) -> String {
     }
     field(&mut out, "installModes", get("installModes"), false);
     out.push_str(",\"cleanup\":{\"enabled\":false}");
-    if !b.related_images.is_empty() {
-        let imgs: Vec<Value> = b
+    if !c.related_images.is_empty() {
+        let imgs: Vec<Value> = c
             .related_images
             .iter()
             .map(|r| serde_json::json!({"name": r.name, "image": r.image}))

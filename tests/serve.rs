@@ -722,3 +722,57 @@ fn cache_dir_flags_follow_opm_semantics() {
             .is_ok());
     });
 }
+
+/// The store keeps only a marker for CSVs synthesized from olm.csv.metadata and builds them when
+/// a bundle is read. What it serves must equal the wire form computed from the model, for real
+/// bundles with icons, descriptions and related images: every 40th community bundle.
+#[test]
+fn synthesized_csvs_served_from_the_store_equal_the_model_wire_form() {
+    let src = shared("corpus/community-operators.fbc.json");
+    let cat = opreg::catalog::load_sources(&[src.clone()], &mut Vec::new()).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("c.db");
+    let (code, _, err) = opreg(&[
+        "ingest",
+        src.to_str().unwrap(),
+        "-o",
+        db.to_str().unwrap(),
+        "-q",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let server = Server::start(&[db.to_str().unwrap()]);
+    let mut checked = 0;
+    rt().block_on(async {
+        let mut c = server.registry().await.max_decoding_message_size(64 << 20);
+        let bundles = cat
+            .packages
+            .values()
+            .flat_map(|p| p.bundles.values().map(move |b| (p, b)));
+        for (pkg, b) in bundles.step_by(40) {
+            let Some(ch) = pkg
+                .channels
+                .values()
+                .find(|ch| ch.entries.iter().any(|e| e.name == b.name))
+            else {
+                continue;
+            };
+            let want = opreg::wire::full_wire(pkg, b);
+            let got = c
+                .get_bundle(api::GetBundleRequest {
+                    pkg_name: pkg.name.clone(),
+                    channel_name: ch.name.clone(),
+                    csv_name: b.name.clone(),
+                })
+                .await
+                .unwrap()
+                .into_inner();
+            assert_eq!(got.csv_json, want.csv_json, "{}", b.name);
+            assert_eq!(got.object, want.object, "{}", b.name);
+            assert_eq!(got.properties, want.properties, "{}", b.name);
+            if !want.csv_json.is_empty() {
+                checked += 1;
+            }
+        }
+    });
+    assert!(checked > 100, "only {checked} bundles had a csvJson");
+}

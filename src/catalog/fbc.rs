@@ -26,9 +26,18 @@ pub struct RawMeta {
 
 /// Reads every meta of an FBC directory tree (or a single file).
 pub fn read_path(root: &Path, diags: &mut Vec<Diagnostic>) -> Vec<Decl> {
+    read_path_with(root, diags, &mut |b, _| b)
+}
+
+/// [`read_path`], handing each bundle to `sink` as soon as it is decoded.
+pub fn read_path_with(
+    root: &Path,
+    diags: &mut Vec<Diagnostic>,
+    sink: &mut super::BundleSink<'_>,
+) -> Vec<Decl> {
     let mut decls = Vec::new();
     if root.is_file() {
-        read_file(root, &mut decls, diags);
+        read_file(root, &mut decls, diags, &mut *sink);
         return decls;
     }
     let walker = ignore::WalkBuilder::new(root)
@@ -41,7 +50,7 @@ pub fn read_path(root: &Path, diags: &mut Vec<Diagnostic>) -> Vec<Decl> {
             Ok(e) => {
                 let is_file = e.file_type().map(|t| !t.is_dir()).unwrap_or(false);
                 if is_file && e.file_name() != ".indexignore" {
-                    read_file(e.path(), &mut decls, diags);
+                    read_file(e.path(), &mut decls, diags, &mut *sink);
                 }
             }
             Err(err) => diags.push(Diagnostic::error(
@@ -53,25 +62,184 @@ pub fn read_path(root: &Path, diags: &mut Vec<Diagnostic>) -> Vec<Decl> {
     decls
 }
 
-fn read_file(path: &Path, decls: &mut Vec<Decl>, diags: &mut Vec<Diagnostic>) {
+/// Files above this size are read in chunks of this size when they hold a JSON stream, so a
+/// large catalog never sits in memory whole.
+const CHUNK: usize = 1 << 20;
+
+fn read_file(
+    path: &Path,
+    decls: &mut Vec<Decl>,
+    diags: &mut Vec<Diagnostic>,
+    bundle_sink: &mut super::BundleSink<'_>,
+) {
     let display = path.display().to_string();
-    match std::fs::read(path) {
-        Ok(bytes) => {
-            for raw in decode_bytes(&bytes, &display, diags) {
-                if let Some(d) = to_decl(raw, diags) {
-                    decls.push(d);
+    // Each document is typed as soon as it is parsed, so only one document's generic tree is
+    // alive at a time. A stream error drops the whole file, as upstream does.
+    let mut typed = Vec::new();
+    let mut errs = Vec::new();
+    let mut sink = |raw: RawMeta| match to_decl(raw, &mut errs) {
+        Some(Decl::Bundle(b)) => typed.push(Decl::Bundle(bundle_sink(b, &mut errs))),
+        Some(d) => typed.push(d),
+        None => {}
+    };
+    let ok = match read_streaming(path, &display, diags, &mut sink) {
+        Ok(Some(ok)) => ok,
+        Ok(None) => match std::fs::read(path) {
+            Ok(bytes) => for_each_meta(&bytes, &display, diags, &mut sink),
+            Err(e) => {
+                diags.push(
+                    Diagnostic::error(Rule::Parse, format!("cannot read file: {e}"))
+                        .at(&Origin::file(&display)),
+                );
+                false
+            }
+        },
+        Err(e) => {
+            diags.push(
+                Diagnostic::error(Rule::Parse, format!("cannot read file: {e}"))
+                    .at(&Origin::file(&display)),
+            );
+            false
+        }
+    };
+    if ok {
+        decls.append(&mut typed);
+        diags.append(&mut errs);
+    }
+}
+
+/// Reads a large JSON-stream file chunk by chunk, handing each meta to `f`. Returns `None`
+/// (having called `f` for nothing) when the file should be read whole instead: it is small,
+/// it is not a JSON stream, or it fails before two objects decode (upstream then reads it as
+/// YAML). Otherwise returns whether the stream decoded, as [`for_each_meta`] does.
+fn read_streaming(
+    path: &Path,
+    file: &str,
+    diags: &mut Vec<Diagnostic>,
+    f: &mut dyn FnMut(RawMeta),
+) -> std::io::Result<Option<bool>> {
+    use std::io::Read;
+    let mut input = std::fs::File::open(path)?;
+    if input.metadata()?.len() <= CHUNK as u64 {
+        return Ok(None);
+    }
+    let mut buf: Vec<u8> = Vec::with_capacity(CHUNK + (CHUNK >> 2));
+    let mut base = 0usize; // file offset of buf[0]
+    let mut checked = 0usize; // buf[..checked] is valid UTF-8
+    let mut eof = false;
+    let mut n = 0usize; // documents decoded
+    let mut held: Vec<Value> = Vec::with_capacity(2);
+    let mut errs = Vec::new();
+    while !eof {
+        let want = buf.len() + CHUNK;
+        while buf.len() < want {
+            let len = buf.len();
+            buf.resize(want, 0);
+            let got = input.read(&mut buf[len..])?;
+            buf.truncate(len + got);
+            if got == 0 {
+                eof = true;
+                break;
+            }
+        }
+        match std::str::from_utf8(&buf[checked..]) {
+            Ok(_) => checked = buf.len(),
+            Err(e) => match e.error_len() {
+                Some(bad) => {
+                    diags.push(
+                        Diagnostic::error(
+                            Rule::Parse,
+                            format!(
+                                "file is not valid UTF-8: invalid utf-8 sequence of {bad} bytes from index {}",
+                                base + checked + e.valid_up_to()
+                            ),
+                        )
+                        .at(&Origin::file(file)),
+                    );
+                    return Ok(Some(false));
+                }
+                None if eof => {
+                    diags.push(
+                        Diagnostic::error(
+                            Rule::Parse,
+                            format!(
+                                "file is not valid UTF-8: incomplete utf-8 byte sequence from index {}",
+                                base + checked + e.valid_up_to()
+                            ),
+                        )
+                        .at(&Origin::file(file)),
+                    );
+                    return Ok(Some(false));
+                }
+                None => checked += e.valid_up_to(),
+            },
+        }
+        if base == 0 && buf.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+            return Ok(None);
+        }
+        // Decode the complete documents of buf[..checked]; keep a trailing partial one.
+        let mut stream = serde_json::Deserializer::from_slice(&buf[..checked]).into_iter::<Value>();
+        let mut consumed = 0;
+        loop {
+            match stream.next() {
+                None => {
+                    consumed = checked;
+                    break;
+                }
+                Some(Ok(v)) => {
+                    consumed = stream.byte_offset();
+                    n += 1;
+                    if n <= 2 {
+                        // Held until two objects decode (the YAML fallback rule).
+                        held.push(v);
+                        if n == 2 {
+                            for (i, v) in held.drain(..).enumerate() {
+                                emit_meta(v, i + 1, file, &mut errs, f);
+                            }
+                        }
+                    } else {
+                        emit_meta(v, n, file, &mut errs, f);
+                    }
+                }
+                Some(Err(e)) if e.is_eof() && !eof => break,
+                Some(Err(_)) if n < 2 => return Ok(None),
+                Some(Err(e)) => {
+                    diags.push(
+                        Diagnostic::error(Rule::Parse, format!("invalid JSON: {e}"))
+                            .at(&Origin::doc(file, n + 1)),
+                    );
+                    return Ok(Some(false));
                 }
             }
         }
-        Err(e) => diags.push(
-            Diagnostic::error(Rule::Parse, format!("cannot read file: {e}"))
-                .at(&Origin::file(&display)),
-        ),
+        buf.drain(..consumed);
+        base += consumed;
+        checked -= consumed;
     }
+    for (i, v) in held.into_iter().enumerate() {
+        emit_meta(v, i + 1, file, &mut errs, f);
+    }
+    diags.append(&mut errs);
+    Ok(Some(true))
 }
 
 /// Splits one file's bytes into metas. Never panics on any input.
 pub fn decode_bytes(bytes: &[u8], file: &str, diags: &mut Vec<Diagnostic>) -> Vec<RawMeta> {
+    let mut metas = Vec::new();
+    if !for_each_meta(bytes, file, diags, &mut |m| metas.push(m)) {
+        metas.clear();
+    }
+    metas
+}
+
+/// Calls `f` with each meta of one file's bytes, in order. Returns false (after reporting it)
+/// when the stream itself is broken; the caller then discards what it was given.
+fn for_each_meta(
+    bytes: &[u8],
+    file: &str,
+    diags: &mut Vec<Diagnostic>,
+    f: &mut dyn FnMut(RawMeta),
+) -> bool {
     let text = match std::str::from_utf8(bytes) {
         Ok(t) => t,
         Err(e) => {
@@ -79,69 +247,97 @@ pub fn decode_bytes(bytes: &[u8], file: &str, diags: &mut Vec<Diagnostic>) -> Ve
                 Diagnostic::error(Rule::Parse, format!("file is not valid UTF-8: {e}"))
                     .at(&Origin::file(file)),
             );
-            return Vec::new();
+            return false;
         }
+    };
+    let emit = |doc: Value, k: usize, diags: &mut Vec<Diagnostic>, f: &mut dyn FnMut(RawMeta)| {
+        emit_meta(doc, k, file, diags, f)
     };
     let first = text.trim_start().chars().next();
-    let docs = if first == Some('{') {
-        match decode_json_stream(text) {
-            Ok(docs) => docs,
-            Err((n, e)) if n >= 2 => {
-                diags.push(
-                    Diagnostic::error(Rule::Parse, format!("invalid JSON: {e}"))
-                        .at(&Origin::doc(file, n + 1)),
-                );
-                return Vec::new();
-            }
-            // Not two objects in: upstream falls back to YAML for the whole file.
-            Err(_) => match decode_yaml_stream(text) {
-                Ok(docs) => docs,
-                Err((n, e)) => {
+    if first == Some('{') {
+        // Upstream falls back to YAML for the whole file unless two JSON objects decode, so the
+        // first two are held back until the second one has parsed.
+        let mut held = Vec::with_capacity(2);
+        let mut n = 0usize;
+        let mut json_ok = true;
+        // Per-document errors count only if the stream as a whole decodes.
+        let mut errs = Vec::new();
+        for v in serde_json::Deserializer::from_str(text).into_iter::<Value>() {
+            match v {
+                Ok(v) if n < 2 => {
+                    held.push(v);
+                    n += 1;
+                    if n == 2 {
+                        for (i, v) in held.drain(..).enumerate() {
+                            emit(v, i + 1, &mut errs, f);
+                        }
+                    }
+                }
+                Ok(v) => {
+                    n += 1;
+                    emit(v, n, &mut errs, f);
+                }
+                Err(e) if n >= 2 => {
                     diags.push(
-                        Diagnostic::error(Rule::Parse, format!("invalid JSON or YAML: {e}"))
+                        Diagnostic::error(Rule::Parse, format!("invalid JSON: {e}"))
                             .at(&Origin::doc(file, n + 1)),
                     );
-                    return Vec::new();
+                    return false;
                 }
-            },
-        }
-    } else {
-        match decode_yaml_stream(text) {
-            Ok(docs) => docs,
-            Err((n, e)) => {
-                diags.push(
-                    Diagnostic::error(Rule::Parse, format!("invalid YAML: {e}"))
-                        .at(&Origin::doc(file, n + 1)),
-                );
-                return Vec::new();
+                Err(_) => {
+                    json_ok = false;
+                    break;
+                }
             }
         }
-    };
-    let mut metas = Vec::with_capacity(docs.len());
-    for (i, doc) in docs.into_iter().enumerate() {
-        let origin = Origin::doc(file, i + 1);
-        match to_raw_meta(doc, &origin) {
-            Ok(m) => metas.push(m),
-            Err(d) => diags.push(d.at(&origin)),
+        if json_ok {
+            for (i, v) in held.into_iter().enumerate() {
+                emit(v, i + 1, &mut errs, f);
+            }
+            diags.append(&mut errs);
+            return true;
         }
     }
-    metas
+    let what = if first == Some('{') {
+        "invalid JSON or YAML"
+    } else {
+        "invalid YAML"
+    };
+    let mut errs = Vec::new();
+    match decode_yaml_stream(text, &mut |v, k| emit(v, k + 1, &mut errs, f)) {
+        Ok(()) => {
+            diags.append(&mut errs);
+            true
+        }
+        Err((k, e)) => {
+            diags.push(
+                Diagnostic::error(Rule::Parse, format!("{what}: {e}"))
+                    .at(&Origin::doc(file, k + 1)),
+            );
+            false
+        }
+    }
+}
+
+/// Types document number `k` (from 1) of `file` and hands it to `f`, or reports why not.
+fn emit_meta(
+    doc: Value,
+    k: usize,
+    file: &str,
+    diags: &mut Vec<Diagnostic>,
+    f: &mut dyn FnMut(RawMeta),
+) {
+    let origin = Origin::doc(file, k);
+    match to_raw_meta(doc, &origin) {
+        Ok(m) => f(m),
+        Err(d) => diags.push(d.at(&origin)),
+    }
 }
 
 type StreamError = (usize, String);
 
-fn decode_json_stream(text: &str) -> Result<Vec<Value>, StreamError> {
-    let mut docs = Vec::new();
-    for v in serde_json::Deserializer::from_str(text).into_iter::<Value>() {
-        match v {
-            Ok(v) => docs.push(v),
-            Err(e) => return Err((docs.len(), e.to_string())),
-        }
-    }
-    Ok(docs)
-}
-
-fn decode_yaml_stream(text: &str) -> Result<Vec<Value>, StreamError> {
+/// Decodes a YAML multi-document stream, handing each document to `f`.
+fn decode_yaml_stream(text: &str, f: &mut dyn FnMut(Value, usize)) -> Result<(), StreamError> {
     // A block scalar that ends the file without a newline still keeps its final line break
     // under clip chomping in Go's YAML library; libyaml drops it. Restore Go's behaviour.
     let owned;
@@ -151,14 +347,14 @@ fn decode_yaml_stream(text: &str) -> Result<Vec<Value>, StreamError> {
         owned = format!("{text}\n");
         &owned
     };
-    let mut docs = Vec::new();
-    for de in yaml_serde::Deserializer::from_str(text) {
+    crate::yaml::check_flow_depth(text).map_err(|e| (0, e))?;
+    for (i, de) in yaml_serde::Deserializer::from_str(text).enumerate() {
         match Value::deserialize(de) {
-            Ok(v) => docs.push(v),
-            Err(e) => return Err((docs.len(), e.to_string())),
+            Ok(v) => f(v, i),
+            Err(e) => return Err((i, e.to_string())),
         }
     }
-    Ok(docs)
+    Ok(())
 }
 
 fn to_raw_meta(doc: Value, origin: &Origin) -> Result<RawMeta, Diagnostic> {
@@ -216,13 +412,18 @@ fn to_raw_meta(doc: Value, origin: &Origin) -> Result<RawMeta, Diagnostic> {
     })
 }
 
-/// Case-insensitive field lookup, preferring an exact match (Go `encoding/json` rules).
+/// Case-insensitive field lookup under Go `encoding/json` rules: every key that matches the
+/// field exactly or case-insensitively is assigned in turn, so of several spellings the last
+/// one in the canonical blob's byte-wise key order (serde_json's `Map` iterates sorted) wins,
+/// as it does upstream.
 fn get_ci<'a>(m: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
-    m.get(key).or_else(|| {
-        m.iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(key) || k.to_lowercase() == key.to_lowercase())
-            .map(|(_, v)| v)
-    })
+    let folded = key.to_lowercase();
+    m.iter()
+        .rev()
+        .find(|(k, _)| {
+            k.as_str() == key || k.eq_ignore_ascii_case(key) || k.to_lowercase() == folded
+        })
+        .map(|(_, v)| v)
 }
 
 fn type_name(v: &Value) -> &'static str {
@@ -315,11 +516,8 @@ impl<'a> Fields<'a> {
         for (path, o) in self.objects("properties")? {
             let f = Fields::new(o, self.what, path);
             let ty = f.string("type")?;
-            let value = get_ci(o, "value").cloned().unwrap_or(Value::Null);
-            props.push(Property {
-                r#type: ty,
-                value: json::canonical(&value),
-            });
+            let value = get_ci(o, "value").map_or_else(|| "null".to_string(), json::canonical);
+            props.push(Property { r#type: ty, value });
         }
         Ok(props)
     }
@@ -334,7 +532,7 @@ pub fn to_decl(raw: RawMeta, diags: &mut Vec<Diagnostic>) -> Option<Decl> {
         schema::BUNDLE => decode_bundle(&raw),
         schema::DEPRECATIONS => decode_deprecations(&raw),
         _ => Ok(Decl::Other(Meta {
-            blob: json::canonical(&Value::Object(raw.value.clone())),
+            blob: json::canonical_object(&raw.value),
             schema: raw.schema,
             package: raw.package,
             name: raw.name,
@@ -413,6 +611,7 @@ fn decode_bundle(raw: &RawMeta) -> Result<Decl, Diagnostic> {
         properties: f.properties()?,
         related_images,
         origin: raw.origin.clone(),
+        spilled: false,
     }))
 }
 

@@ -1014,6 +1014,7 @@ impl Reader<'_> {
                 properties: props,
                 related_images,
                 origin: self.origin.clone(),
+                spilled: false,
             },
             deprecated,
         ))

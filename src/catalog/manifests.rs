@@ -62,8 +62,15 @@ fn is_package_manifest_file(p: &Path) -> bool {
 
 /// The first YAML/JSON document of a file, if it decodes to an object.
 fn first_doc(p: &Path) -> Option<Value> {
-    let text = std::fs::read_to_string(p).ok()?;
-    let de = yaml_serde::Deserializer::from_str(&text).next()?;
+    parse_package_manifest(&std::fs::read(p).ok()?)
+}
+
+/// A package manifest (`*.package.yaml`) from its bytes: the first YAML/JSON document, if the
+/// bytes are UTF-8 and it decodes to an object.
+pub fn parse_package_manifest(bytes: &[u8]) -> Option<Value> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    crate::yaml::check_flow_depth(text).ok()?;
+    let de = yaml_serde::Deserializer::from_str(text).next()?;
     match Value::deserialize(de) {
         Ok(v @ Value::Object(_)) => Some(v),
         _ => None,
@@ -79,8 +86,8 @@ fn sorted_children(dir: &Path) -> Vec<PathBuf> {
     v
 }
 
-/// A CSV plus the other objects shipped beside it.
-struct LoadedBundle {
+/// A CSV plus the other objects shipped beside it (one bundle directory, read).
+pub struct LoadedBundle {
     csv: Value,
     objects: Vec<Value>,
     annotations: BTreeMap<String, String>,
@@ -97,13 +104,59 @@ pub fn read_tree(
 ) -> Vec<Decl> {
     let mut decls = Vec::new();
     let mut bundle_dirs = Vec::new();
-    visit(root, &mut decls, &mut bundle_dirs, diags, warnings);
+    let mut walk = Walk::default();
+    visit(
+        root,
+        &mut walk,
+        &mut decls,
+        &mut bundle_dirs,
+        diags,
+        warnings,
+    );
     decls.extend(bundle_dirs_to_decls(bundle_dirs, diags));
     decls
 }
 
+/// Directories of the tree walk, by real path. Directory symlinks are followed, so a symlink
+/// can lead back to a directory being walked (a loop: an error naming the link) or to one
+/// already read (read once; a warning).
+#[derive(Default)]
+struct Walk {
+    ancestors: Vec<PathBuf>,
+    seen: BTreeSet<PathBuf>,
+}
+
 fn visit(
     dir: &Path,
+    walk: &mut Walk,
+    decls: &mut Vec<Decl>,
+    bundle_dirs: &mut Vec<LoadedBundle>,
+    diags: &mut Vec<Diagnostic>,
+    warnings: &mut Vec<Diagnostic>,
+) {
+    let real = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let at = Origin::file(dir.display().to_string());
+    if let Some(a) = walk.ancestors.iter().find(|a| **a == real) {
+        let msg = format!(
+            "symlink loop: this directory is {}, which contains it",
+            a.display()
+        );
+        diags.push(Diagnostic::error(Rule::Parse, msg).at(&at));
+        return;
+    }
+    if !walk.seen.insert(real.clone()) {
+        let msg = format!("directory {} was already read; skipped", real.display());
+        warnings.push(Diagnostic::warning(Rule::Parse, msg).at(&at));
+        return;
+    }
+    walk.ancestors.push(real);
+    visit_dir(dir, walk, decls, bundle_dirs, diags, warnings);
+    walk.ancestors.pop();
+}
+
+fn visit_dir(
+    dir: &Path,
+    walk: &mut Walk,
     decls: &mut Vec<Decl>,
     bundle_dirs: &mut Vec<LoadedBundle>,
     diags: &mut Vec<Diagnostic>,
@@ -134,7 +187,7 @@ fn visit(
         return;
     }
     for c in children.iter().filter(|p| p.is_dir()) {
-        visit(c, decls, bundle_dirs, diags, warnings);
+        visit(c, walk, decls, bundle_dirs, diags, warnings);
     }
 }
 
@@ -144,20 +197,8 @@ fn objects_in(dir: &Path, warnings: &mut Vec<Diagnostic>) -> Vec<(PathBuf, Value
     for p in sorted_children(dir).into_iter().filter(|p| p.is_file()) {
         match std::fs::read(&p) {
             Ok(bytes) => {
-                let text = String::from_utf8_lossy(&bytes);
-                let doc = yaml_serde::Deserializer::from_str(&text)
-                    .next()
-                    .map(Value::deserialize);
-                match doc {
-                    Some(Ok(v @ Value::Object(_))) => out.push((p, v)),
-                    Some(Err(e)) => warnings.push(
-                        Diagnostic::warning(
-                            Rule::Parse,
-                            format!("file skipped, it does not decode: {e}"),
-                        )
-                        .at(&Origin::file(p.display().to_string())),
-                    ),
-                    _ => {}
+                if let Some(v) = decode_manifest_file(&p, &bytes, warnings) {
+                    out.push((p, v));
                 }
             }
             Err(e) => warnings.push(
@@ -167,6 +208,56 @@ fn objects_in(dir: &Path, warnings: &mut Vec<Diagnostic>) -> Vec<(PathBuf, Value
         }
     }
     out
+}
+
+/// One manifest file from its bytes: its first YAML/JSON document, if that is an object. A
+/// file that does not decode, or is not UTF-8 (Go's YAML decoder rejects it too), is skipped
+/// with a warning.
+pub fn decode_manifest_file(
+    path: &Path,
+    bytes: &[u8],
+    warnings: &mut Vec<Diagnostic>,
+) -> Option<Value> {
+    let text = match std::str::from_utf8(bytes) {
+        Ok(t) => t,
+        Err(e) => {
+            warnings.push(
+                Diagnostic::warning(
+                    Rule::Parse,
+                    format!("file skipped, it is not valid UTF-8: {e}"),
+                )
+                .at(&Origin::file(path.display().to_string())),
+            );
+            return None;
+        }
+    };
+    if let Err(e) = crate::yaml::check_flow_depth(text) {
+        warnings.push(
+            Diagnostic::warning(
+                Rule::Parse,
+                format!("file skipped, it does not decode: {e}"),
+            )
+            .at(&Origin::file(path.display().to_string())),
+        );
+        return None;
+    }
+    let doc = yaml_serde::Deserializer::from_str(text)
+        .next()
+        .map(Value::deserialize);
+    match doc {
+        Some(Ok(v @ Value::Object(_))) => Some(v),
+        Some(Err(e)) => {
+            warnings.push(
+                Diagnostic::warning(
+                    Rule::Parse,
+                    format!("file skipped, it does not decode: {e}"),
+                )
+                .at(&Origin::file(path.display().to_string())),
+            );
+            None
+        }
+        _ => None,
+    }
 }
 
 fn kind_of(v: &Value) -> &str {
@@ -179,6 +270,21 @@ fn read_bundle_dir(
     warnings: &mut Vec<Diagnostic>,
 ) -> Option<LoadedBundle> {
     let manifests = objects_in(&dir.join("manifests"), warnings);
+    let metadata = objects_in(&dir.join("metadata"), warnings)
+        .into_iter()
+        .map(|(_, v)| v)
+        .collect();
+    bundle_from_objects(dir, manifests, metadata, diags)
+}
+
+/// A bundle directory from its decoded files: the objects of `manifests/` (with their paths)
+/// and of `metadata/` (annotations, dependencies, properties), in file-name order.
+pub fn bundle_from_objects(
+    dir: &Path,
+    manifests: Vec<(PathBuf, Value)>,
+    metadata: Vec<Value>,
+    diags: &mut Vec<Diagnostic>,
+) -> Option<LoadedBundle> {
     let origin_dir = dir.join("manifests");
     let Some(pos) = manifests
         .iter()
@@ -205,7 +311,7 @@ fn read_bundle_dir(
     let mut dependencies = Vec::new();
     let mut extra_properties = Vec::new();
     // Every metadata file is tried as each kind; the first non-empty decode of each wins.
-    for (_, v) in objects_in(&dir.join("metadata"), warnings) {
+    for v in metadata {
         if annotations.is_empty() {
             if let Some(Value::Object(m)) = v.get("annotations") {
                 annotations = m
@@ -487,6 +593,7 @@ fn bundle_from_csv(package: &str, b: &LoadedBundle) -> Bundle {
         properties: props,
         related_images: related,
         origin: b.origin.clone(),
+        spilled: false,
     }
 }
 
@@ -541,13 +648,6 @@ fn read_package_manifest_dir(
         );
         return Vec::new();
     };
-    let pkg_name = manifest
-        .get("packageName")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_string();
-    // Bundles: every CSV in the tree, with every non-CSV object of its own directory.
-    let mut loaded: BTreeMap<String, LoadedBundle> = BTreeMap::new();
     let mut dirs: Vec<PathBuf> = walkdir::WalkDir::new(dir)
         .into_iter()
         .filter_entry(|e| e.depth() == 0 || !is_hidden(e.path()))
@@ -556,8 +656,28 @@ fn read_package_manifest_dir(
         .map(|e| e.path().to_path_buf())
         .collect();
     dirs.sort();
-    for d in dirs {
-        let objs = objects_in(&d, warnings);
+    let dirs = dirs.iter().map(|d| objects_in(d, warnings)).collect();
+    package_manifest_decls(&manifest, origin, dirs, diags, warnings)
+}
+
+/// A package-manifest directory from its decoded files: the package manifest (see
+/// [`parse_package_manifest`]) and, per directory of the tree in path order, the objects of its
+/// files (see [`decode_manifest_file`]).
+pub fn package_manifest_decls(
+    manifest: &Value,
+    origin: Origin,
+    dirs: Vec<Vec<(PathBuf, Value)>>,
+    diags: &mut Vec<Diagnostic>,
+    warnings: &mut Vec<Diagnostic>,
+) -> Vec<Decl> {
+    let pkg_name = manifest
+        .get("packageName")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    // Bundles: every CSV in the tree, with every non-CSV object of its own directory.
+    let mut loaded: BTreeMap<String, LoadedBundle> = BTreeMap::new();
+    for objs in dirs {
         let others: Vec<Value> = objs
             .iter()
             .filter(|(_, v)| {
@@ -703,7 +823,8 @@ fn read_package_manifest_dir(
     decls
 }
 
-fn bundle_dirs_to_decls(bundles: Vec<LoadedBundle>, diags: &mut Vec<Diagnostic>) -> Vec<Decl> {
+/// Bundle directories (see [`bundle_from_objects`]) → packages, channels and bundles.
+pub fn bundle_dirs_to_decls(bundles: Vec<LoadedBundle>, diags: &mut Vec<Diagnostic>) -> Vec<Decl> {
     let mut by_pkg: BTreeMap<String, Vec<LoadedBundle>> = BTreeMap::new();
     for b in bundles {
         let pkg = b.annotations.get(ANN_PACKAGE).cloned().unwrap_or_default();

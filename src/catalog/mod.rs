@@ -65,6 +65,22 @@ pub fn detect(path: &Path) -> std::io::Result<SourceKind> {
                 SourceKind::LegacyIndex
             });
         }
+        // A file named like a database is one: reading a damaged copy as FBC would only
+        // report YAML or UTF-8 errors about its bytes.
+        if has_database_name(path) {
+            let what = if meta.len() == 0 {
+                "is empty (0 bytes)".to_string()
+            } else {
+                format!("has no SQLite header ({} bytes)", meta.len())
+            };
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!(
+                    "{} {what}: it is not a catalog database (a .db, .sqlite or .sqlite3 SOURCE must be an opreg database or an operator-registry index)",
+                    path.display()
+                ),
+            ));
+        }
         return Ok(SourceKind::Fbc);
     }
     if manifests::looks_like_manifests(path) {
@@ -72,6 +88,14 @@ pub fn detect(path: &Path) -> std::io::Result<SourceKind> {
     } else {
         Ok(SourceKind::Fbc)
     }
+}
+
+fn has_database_name(path: &Path) -> bool {
+    path.extension().and_then(|e| e.to_str()).is_some_and(|e| {
+        ["db", "sqlite", "sqlite3"]
+            .iter()
+            .any(|x| e.eq_ignore_ascii_case(x))
+    })
 }
 
 /// Reads SOURCEs (any mix of formats) into one catalog, reporting every problem found.
@@ -88,15 +112,31 @@ pub fn load_sources(
     }
 }
 
+/// Receives each bundle as soon as it is read and returns what the catalog keeps of it (for
+/// example a [`Bundle::lightened`] copy, after writing the whole bundle somewhere).
+/// Diagnostics it pushes are reported with the load's.
+pub type BundleSink<'a> = dyn FnMut(Bundle, &mut Vec<Diagnostic>) -> Bundle + 'a;
+
 /// Like [`load_sources`], but always returns what could be assembled, next to the errors, so
 /// that validation can still report every other problem in the same run.
 pub fn load_sources_partial(
     sources: &[PathBuf],
     warnings: &mut Vec<Diagnostic>,
 ) -> (Catalog, Vec<Diagnostic>) {
+    load_sources_with(sources, warnings, &mut |b, _| b)
+}
+
+/// [`load_sources_partial`], handing every bundle to `sink` as it is read. File-based catalogs
+/// stream: each bundle reaches the sink before the next document is parsed.
+pub fn load_sources_with(
+    sources: &[PathBuf],
+    warnings: &mut Vec<Diagnostic>,
+    sink: &mut BundleSink<'_>,
+) -> (Catalog, Vec<Diagnostic>) {
     let mut diags = Vec::new();
     let mut decls = Vec::new();
     for src in sources {
+        let first_new = decls.len();
         let kind = match detect(src) {
             Ok(k) => k,
             Err(e) => {
@@ -108,7 +148,10 @@ pub fn load_sources_partial(
             }
         };
         match kind {
-            SourceKind::Fbc => decls.extend(fbc::read_path(src, &mut diags)),
+            SourceKind::Fbc => {
+                decls.extend(fbc::read_path_with(src, &mut diags, &mut *sink));
+                continue;
+            }
             SourceKind::Manifests => decls.extend(manifests::read_tree(src, &mut diags, warnings)),
             SourceKind::OpregDb => {
                 match crate::store::Store::open(src).and_then(|s| s.load_catalog()) {
@@ -126,6 +169,11 @@ pub fn load_sources_partial(
                         .at(&Origin::file(src.display().to_string())),
                 ),
             },
+        }
+        for d in &mut decls[first_new..] {
+            if let Decl::Bundle(b) = d {
+                *b = sink(std::mem::take(b), &mut diags);
+            }
         }
     }
     let catalog = build(decls, &mut diags);

@@ -1,6 +1,9 @@
 //! `opreg ingest`: validate SOURCEs, then write the store atomically.
 
-use std::path::PathBuf;
+use crate::diag::Diagnostic;
+use crate::model::{Bundle, Catalog};
+use crate::store;
+use std::path::{Path, PathBuf};
 
 /// Validate SOURCEs and write them to a SQLite catalog database.
 ///
@@ -22,19 +25,8 @@ pub struct Args {
 
 pub fn run(a: Args) -> i32 {
     let progress = super::show_progress(a.quiet);
-    let cat = match super::load_valid(&a.sources, progress, a.quiet) {
-        Ok(c) => c,
-        Err(code) => return code,
-    };
-    let digest = match super::source_digest(&a.sources) {
-        Ok(d) => d,
-        Err(e) => {
-            eprintln!("error: cannot read sources: {e}");
-            return super::EXIT_FAILURE;
-        }
-    };
-    match write(&cat, &a.output, &digest, progress) {
-        Ok(()) => {
+    match ingest(&a.sources, &a.output, progress, a.quiet) {
+        Ok(cat) => {
             if !a.quiet {
                 eprintln!(
                     "wrote {}: {} packages, {} bundles, {} channel entries",
@@ -46,22 +38,80 @@ pub fn run(a: Args) -> i32 {
             }
             super::EXIT_OK
         }
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            super::EXIT_FAILURE
-        }
+        Err(code) => code,
     }
 }
 
-/// Writes with a progress bar when `progress` is set.
-pub fn write(
-    cat: &crate::model::Catalog,
-    output: &std::path::Path,
-    digest: &str,
+/// `mi_option_purge_delay` in mimalloc's option enum (v2 and v3 alike).
+const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+
+/// Reads, validates and stores SOURCEs in one streaming pass, on three threads:
+/// - this one parses and validates, handing each bundle to the writer as soon as it is read
+///   and keeping only a light copy ([`Bundle::lightened`]), so memory stays far below the size
+///   of the catalog;
+/// - the writer puts the bundles' rows into the new database as they arrive;
+/// - a third hashes the sources for the database's `source_digest`.
+///
+/// Once the catalog is known to be valid, the rest is written and the file moved into place.
+/// On any error the temp file is deleted and `output` is untouched. Errors are printed here;
+/// the result is the exit code.
+pub fn ingest(
+    sources: &[PathBuf],
+    output: &Path,
     progress: bool,
-) -> anyhow::Result<()> {
+    quiet: bool,
+) -> Result<Catalog, i32> {
+    let fail = |e: anyhow::Error| {
+        eprintln!("error: {e:#}");
+        super::EXIT_FAILURE
+    };
+    // Return freed memory to the OS at once (mimalloc's default is to hold it for 10 ms), so the
+    // peak stays near what is live. Harmless when another allocator is in use.
+    // SAFETY: sets a process-wide allocator option; no memory is touched.
+    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) };
+    let builder = store::Builder::create(output).map_err(fail)?;
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Bundle>(64);
+    let (loaded, written, digest) = std::thread::scope(|s| {
+        let digest = s.spawn(|| super::source_digest(sources));
+        let writer = s.spawn(move || -> anyhow::Result<store::Builder> {
+            let mut builder = builder;
+            for b in rx {
+                builder.add_bundle(&b)?;
+            }
+            Ok(builder)
+        });
+        let mut sink = |b: Bundle, diags: &mut Vec<Diagnostic>| {
+            crate::validate::bundle_rules(&b, diags);
+            let light = b.lightened();
+            // If the writer has stopped, its error is reported below.
+            let _ = tx.send(b);
+            light
+        };
+        let loaded = super::load_valid_with(sources, progress, quiet, &mut sink);
+        drop(tx);
+        let written = writer
+            .join()
+            .unwrap_or_else(|_| Err(anyhow::anyhow!("the database writer failed")));
+        let digest = digest
+            .join()
+            .unwrap_or_else(|_| Err(std::io::Error::other("computing the source digest failed")));
+        (loaded, written, digest)
+    });
+    let cat = loaded?;
+    let builder = written.map_err(fail)?;
+    let digest = digest
+        .map_err(|e| fail(anyhow::anyhow!("cannot read sources: {e}")))?;
+    with_bar(cat.packages.len() as u64, progress, |tick| {
+        builder.finish(&cat, &digest, tick)
+    })
+    .map_err(fail)?;
+    Ok(cat)
+}
+
+/// Runs `f` with a progress callback that drives a "writing" bar when `progress` is set.
+fn with_bar<R>(total: u64, progress: bool, f: impl FnOnce(&mut dyn FnMut(u64, u64)) -> R) -> R {
     let bar = progress.then(|| {
-        let pb = indicatif::ProgressBar::new(cat.packages.len() as u64);
+        let pb = indicatif::ProgressBar::new(total);
         pb.set_style(
             indicatif::ProgressStyle::with_template(
                 "writing {bar:30} {pos}/{len} packages [{elapsed}]",
@@ -75,7 +125,7 @@ pub fn write(
             pb.set_position(done);
         }
     };
-    let r = crate::store::write_catalog(cat, output, digest, &mut tick);
+    let r = f(&mut tick);
     if let Some(pb) = bar {
         pb.finish_and_clear();
     }

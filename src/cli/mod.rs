@@ -121,6 +121,17 @@ pub fn show_progress(quiet: bool) -> bool {
 
 /// Reads and validates SOURCEs, printing every diagnostic to stderr. `Err` carries the exit code.
 pub fn load_valid(sources: &[PathBuf], progress: bool, quiet: bool) -> Result<Catalog, i32> {
+    load_valid_with(sources, progress, quiet, &mut |b, _| b)
+}
+
+/// [`load_valid`], handing each bundle to `sink` as it is read
+/// ([`crate::catalog::load_sources_with`]).
+pub fn load_valid_with(
+    sources: &[PathBuf],
+    progress: bool,
+    quiet: bool,
+    sink: &mut crate::catalog::BundleSink<'_>,
+) -> Result<Catalog, i32> {
     let spinner = progress.then(|| {
         let pb = indicatif::ProgressBar::new_spinner();
         pb.set_message("reading sources");
@@ -128,7 +139,7 @@ pub fn load_valid(sources: &[PathBuf], progress: bool, quiet: bool) -> Result<Ca
         pb
     });
     let mut warnings = Vec::new();
-    let (cat, mut errors) = crate::catalog::load_sources_partial(sources, &mut warnings);
+    let (cat, mut errors) = crate::catalog::load_sources_with(sources, &mut warnings, sink);
     if let Some(pb) = &spinner {
         pb.set_message("validating");
     }
@@ -182,9 +193,10 @@ pub fn source_digest(sources: &[PathBuf]) -> std::io::Result<String> {
             let rel = f.strip_prefix(src).unwrap_or(&f);
             h.update(rel.to_string_lossy().as_bytes());
             h.update([0]);
-            let bytes = std::fs::read(&f)?;
-            h.update((bytes.len() as u64).to_le_bytes());
-            h.update(&bytes);
+            // Streamed: a catalog file is never held in memory whole.
+            let mut file = std::fs::File::open(&f)?;
+            h.update(file.metadata()?.len().to_le_bytes());
+            std::io::copy(&mut file, &mut h)?;
         }
     }
     Ok(format!("sha256:{:x}", h.finalize()))

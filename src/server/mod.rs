@@ -3,7 +3,9 @@
 //!
 //! Start-up: the listener opens at once and health answers NOT_SERVING while the catalog
 //! loads; once the store is open every service answers and health is SERVING for any service
-//! name (as opm does). Shutdown: SIGTERM or SIGINT stops accepting, lets in-flight calls finish
+//! name (as opm does). Opening checks only what is cheap (header, file size, format, schema
+//! version); SQLite's check of every page runs right after, and a damaged file stops the
+//! server with exit code 1 and the reason, as a failed load does. Shutdown: SIGTERM or SIGINT stops accepting, lets in-flight calls finish
 //! within the grace period, then exits 0. The server only reads the store.
 
 pub mod health;
@@ -14,6 +16,7 @@ use crate::api;
 use crate::store::Store;
 use anyhow::{Context, Result};
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use tokio::net::TcpListener;
@@ -23,21 +26,50 @@ use tonic::Status;
 #[derive(Default)]
 pub struct State {
     store: OnceLock<Store>,
+    /// Set when the integrity check failed: health turns NOT_SERVING while the server exits.
+    failed: AtomicBool,
 }
 
 impl State {
     pub fn store(&self) -> Result<Store, Status> {
+        if self.failed.load(Ordering::Relaxed) {
+            return Err(Status::unavailable("the catalog database is damaged"));
+        }
         self.store
             .get()
             .cloned()
             .ok_or_else(|| Status::unavailable("the catalog is still loading"))
     }
     pub fn is_loaded(&self) -> bool {
-        self.store.get().is_some()
+        self.store.get().is_some() && !self.failed.load(Ordering::Relaxed)
+    }
+    fn fail(&self) {
+        self.failed.store(true, Ordering::Relaxed);
     }
     pub fn set(&self, store: Store) {
         let _ = self.store.set(store);
     }
+}
+
+/// Shortens a status message that echoes client input. The message travels in an HTTP/2
+/// trailer and clients cap header lists (hyper and tonic at 16 KiB), so a lookup of a 1 MB name
+/// would otherwise reach the caller as a protocol error instead of NOT_FOUND. Keeps the start
+/// and the end (`... not found`) of a long message.
+pub(crate) fn clip(msg: String) -> String {
+    const HEAD: usize = 512;
+    const TAIL: usize = 128;
+    if msg.len() <= HEAD + TAIL + 64 {
+        return msg;
+    }
+    let mut h = HEAD;
+    while !msg.is_char_boundary(h) {
+        h -= 1;
+    }
+    let mut t = msg.len() - TAIL;
+    while !msg.is_char_boundary(t) {
+        t += 1;
+    }
+    format!("{} ...[{} bytes elided]... {}", &msg[..h], t - h, &msg[t..])
 }
 
 pub struct Options {
@@ -89,13 +121,39 @@ pub async fn serve(
     let (fatal_tx, mut fatal_rx) = tokio::sync::mpsc::channel::<anyhow::Error>(1);
     tokio::spawn(async move {
         let started = std::time::Instant::now();
+        // The package index is read before SERVING, so GetPackage and the channel checks
+        // never touch SQLite.
+        let load = move || {
+            let store = load()?;
+            store.package_index()?;
+            Ok::<_, anyhow::Error>(store)
+        };
         match tokio::task::spawn_blocking(load).await {
             Ok(Ok(store)) => {
-                loader_state.set(store);
+                loader_state.set(store.clone());
                 tracing::info!(
                     elapsed_ms = started.elapsed().as_millis() as u64,
                     "catalog loaded; serving"
                 );
+                // The loader checked what is cheap (header, size, format, version); the full
+                // page check reads the whole file, so it runs after SERVING. A damaged
+                // database still stops the server, with the same message, a moment later.
+                match tokio::task::spawn_blocking(move || store.verify()).await {
+                    Ok(Ok(())) => tracing::info!(
+                        elapsed_ms = started.elapsed().as_millis() as u64,
+                        "integrity check passed"
+                    ),
+                    Ok(Err(e)) => {
+                        loader_state.fail();
+                        let _ = fatal_tx.send(e).await;
+                    }
+                    Err(e) => {
+                        loader_state.fail();
+                        let _ = fatal_tx
+                            .send(anyhow::anyhow!("integrity check panicked: {e}"))
+                            .await;
+                    }
+                }
             }
             Ok(Err(e)) => {
                 let _ = fatal_tx.send(e).await;
@@ -126,7 +184,18 @@ pub async fn serve(
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha)
         .serve_with_incoming_shutdown(
-            tokio_stream::wrappers::TcpListenerStream::new(listener),
+            // TCP_NODELAY: tonic sets it only on listeners it binds itself. Without it a
+            // response larger than one segment waits for the client's delayed ACK (Nagle),
+            // about 40 ms per call.
+            tokio_stream::StreamExt::map(
+                tokio_stream::wrappers::TcpListenerStream::new(listener),
+                |conn| {
+                    if let Ok(c) = &conn {
+                        let _ = c.set_nodelay(true);
+                    }
+                    conn
+                },
+            ),
             async {
                 let _ = stop_rx.await;
             },
@@ -166,5 +235,24 @@ async fn stop_signal() -> &'static str {
     {
         let _ = tokio::signal::ctrl_c().await;
         "interrupt"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::clip;
+
+    #[test]
+    fn clip_keeps_short_messages_and_both_ends_of_long_ones() {
+        assert_eq!(
+            clip("package \"x\" not found".into()),
+            "package \"x\" not found"
+        );
+        let long = format!("package \"{}\" not found", "é".repeat(300_000));
+        let c = clip(long);
+        assert!(c.len() < 1024, "{}", c.len());
+        assert!(c.starts_with("package \"é"));
+        assert!(c.ends_with("é\" not found"));
+        assert!(c.contains("bytes elided"));
     }
 }

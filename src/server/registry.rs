@@ -6,7 +6,7 @@
 //! NOT_FOUND for missing packages/channels/bundles and INVALID_ARGUMENT for missing required
 //! fields, where opm answers UNKNOWN (clients only test for an error).
 
-use super::State;
+use super::{clip, State};
 use crate::api::{
     self, experimental_registry_server::ExperimentalRegistry, registry_server::Registry,
 };
@@ -26,7 +26,11 @@ pub struct RegistryService {
 }
 
 fn internal(e: impl std::fmt::Display) -> Status {
-    Status::internal(format!("{e:#}"))
+    Status::internal(clip(format!("{e:#}")))
+}
+
+fn not_found(msg: String) -> Status {
+    Status::not_found(clip(msg))
 }
 
 fn required(field: &str, value: &str) -> Result<(), Status> {
@@ -53,7 +57,7 @@ fn iter_stream<T: Send + 'static>(items: Vec<T>) -> Stream_<T> {
 }
 
 fn missing_bundle(m: Missing, pkg: &str, ch: &str, name: &str) -> Status {
-    Status::not_found(match m {
+    not_found(match m {
         Missing::Package => format!("package {pkg:?} not found"),
         Missing::Channel => format!("package {pkg:?}, channel {ch:?} not found"),
         Missing::Bundle => format!("package {pkg:?}, channel {ch:?}, bundle {name:?} not found"),
@@ -117,7 +121,7 @@ fn latest_providers(
 }
 
 fn no_providers(g: &str, v: &str, k: &str) -> Status {
-    Status::not_found(format!(
+    not_found(format!(
         "no channel entries found that provide group:{g:?} version:{v:?} kind:{k:?}"
     ))
 }
@@ -134,7 +138,8 @@ impl Registry for RegistryService {
         &self,
         _: Request<api::ListPackageRequest>,
     ) -> Result<Response<Self::ListPackagesStream>, Status> {
-        let names = blocking(self.state.store()?, |s| s.list_packages()).await?;
+        // From the package index, in memory: no query.
+        let names = self.state.store()?.list_packages().map_err(internal)?;
         Ok(Response::new(iter_stream(
             names
                 .into_iter()
@@ -149,10 +154,10 @@ impl Registry for RegistryService {
     ) -> Result<Response<api::Package>, Status> {
         let name = req.into_inner().name;
         required("name", &name)?;
-        let n = name.clone();
-        match blocking(self.state.store()?, move |s| s.get_package(&n)).await? {
+        // From the package index, in memory: no query.
+        match self.state.store()?.get_package(&name).map_err(internal)? {
             Some(p) => Ok(Response::new(p)),
-            None => Err(Status::not_found(format!("package {name:?} not found"))),
+            None => Err(not_found(format!("package {name:?} not found"))),
         }
     }
 
@@ -188,7 +193,7 @@ impl Registry for RegistryService {
                 return Ok(Err(m));
             }
             let head = s.channel_head(&p, &c)?.unwrap_or_default();
-            s.get_bundle(&p, &c, &head, true)
+            s.get_entry_bundle(&p, &c, &head, true)
         })
         .await?;
         res.map(Response::new)
@@ -204,7 +209,7 @@ impl Registry for RegistryService {
         let n = name.clone();
         let entries = blocking(self.state.store()?, move |s| s.entries_that_replace(&n)).await?;
         if entries.is_empty() {
-            return Err(Status::not_found(format!(
+            return Err(not_found(format!(
                 "no channel entries found that replace {name}"
             )));
         }
@@ -229,13 +234,13 @@ impl Registry for RegistryService {
                 return Ok(Err(m));
             }
             match s.replacers_in_channel(&p, &c, &n)?.into_iter().next() {
-                Some(b) => s.get_bundle(&p, &c, &b, true),
+                Some(b) => s.get_entry_bundle(&p, &c, &b, true),
                 None => Ok(Err(Missing::Bundle)),
             }
         })
         .await?;
         res.map(Response::new).map_err(|m| {
-            Status::not_found(match m {
+            not_found(match m {
                 Missing::Package => format!("package {} not found", r.pkg_name),
                 Missing::Channel => format!(
                     "package {:?}, channel {:?} not found",
@@ -312,7 +317,7 @@ impl Registry for RegistryService {
         match res {
             Ok(b) => Ok(Response::new(b)),
             Err(true) => Err(no_providers(&r.group, &r.version, &r.kind)),
-            Err(false) => Err(Status::not_found(format!(
+            Err(false) => Err(not_found(format!(
                 "no entry found that provides group:{:?} version:{:?} kind:{:?}",
                 r.group, r.version, r.kind
             ))),
@@ -391,16 +396,16 @@ impl ExperimentalRegistry for RegistryService {
         }
         const PATTERN: &str = "^[a-zA-Z0-9][a-zA-Z0-9._-]*$";
         if !valid_meta_name(&r.schema) {
-            return Err(Status::invalid_argument(format!(
+            return Err(Status::invalid_argument(clip(format!(
                 "invalid custom schema query: invalid schema {:?}: must match {PATTERN}",
                 r.schema
-            )));
+            ))));
         }
         if !r.package_name.is_empty() && !valid_meta_name(&r.package_name) {
-            return Err(Status::invalid_argument(format!(
+            return Err(Status::invalid_argument(clip(format!(
                 "invalid custom schema query: invalid packageName {:?}: must match {PATTERN}",
                 r.package_name
-            )));
+            ))));
         }
         let blobs = blocking(self.state.store()?, move |s| {
             s.custom_metas(&r.schema, &r.package_name)

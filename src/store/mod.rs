@@ -84,6 +84,8 @@ struct Inner {
     /// Idle connections. A caller takes one or opens a new one (immutable opens take
     /// microseconds), so no caller ever waits on another; a stalled stream holds none.
     idle: Mutex<Vec<Connection>>,
+    /// Packages and channels, read once on first use ([`query::PackageIndex`]).
+    packages: std::sync::OnceLock<query::PackageIndex>,
 }
 
 /// A pooled connection, returned to the idle list on drop.
@@ -113,17 +115,30 @@ impl Drop for Conn<'_> {
 
 impl Store {
     /// Opens a built database read-only, refusing files that are not opreg catalogs, are
-    /// damaged, or were written by a newer opreg.
+    /// damaged, or were written by a newer opreg. Reads every page ([`Store::verify`]).
     pub fn open(path: &Path) -> Result<Store> {
+        Self::open_checked(path, true)
+    }
+
+    /// Like [`Store::open`], with only the checks that do not read the whole file: the SQLite
+    /// header and the file size (a truncated copy is refused), the format marker and the
+    /// schema version. Pages are not checked until [`Store::verify`] runs: the server calls it
+    /// right after it starts answering and exits if it fails.
+    pub fn open_unverified(path: &Path) -> Result<Store> {
+        Self::open_checked(path, false)
+    }
+
+    /// SQLite's structural check of every page (`PRAGMA quick_check`), on a connection of its
+    /// own that is closed afterwards.
+    pub fn verify(&self) -> Result<()> {
+        quick_check(&open_read_only(&self.inner.path)?, &self.inner.path)
+    }
+
+    fn open_checked(path: &Path, verify: bool) -> Result<Store> {
+        check_header(path)?;
         let conn = open_read_only(path)?;
-        let check: String = conn
-            .query_row("PRAGMA quick_check", [], |r| r.get(0))
-            .with_context(|| format!("{} is not a readable SQLite database", path.display()))?;
-        if check != "ok" {
-            bail!(
-                "{} is damaged (SQLite quick_check: {check})",
-                path.display()
-            );
+        if verify {
+            quick_check(&conn, path)?;
         }
         let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
         let format: Option<String> = conn
@@ -158,6 +173,7 @@ impl Store {
             inner: Arc::new(Inner {
                 path: path.to_path_buf(),
                 idle: Mutex::new(vec![conn]),
+                packages: std::sync::OnceLock::new(),
             }),
         })
     }
@@ -346,6 +362,51 @@ impl Store {
     }
 }
 
+fn quick_check(conn: &Connection, path: &Path) -> Result<()> {
+    let check: String = conn
+        .query_row("PRAGMA quick_check", [], |r| r.get(0))
+        .with_context(|| format!("{} is not a readable SQLite database", path.display()))?;
+    if check != "ok" {
+        bail!(
+            "{} is damaged (SQLite quick_check: {check})",
+            path.display()
+        );
+    }
+    Ok(())
+}
+
+/// Checks the 100-byte SQLite header against the file: the magic string, a valid page size,
+/// and a file at least as long as the page count the header records (when SQLite marks that
+/// count valid), so that a truncated copy is refused without reading the rest.
+fn check_header(path: &Path) -> Result<()> {
+    use std::io::Read;
+    let mut f =
+        std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let len = f.metadata()?.len();
+    let mut h = [0u8; 100];
+    if len < 100 || f.read_exact(&mut h).is_err() || &h[..16] != b"SQLite format 3\0" {
+        bail!("{} is not a readable SQLite database", path.display());
+    }
+    let page_size = match u16::from_be_bytes([h[16], h[17]]) {
+        1 => 65_536u64,
+        n if n >= 512 && n.is_power_of_two() => u64::from(n),
+        n => bail!(
+            "{} is damaged (SQLite header: page size {n})",
+            path.display()
+        ),
+    };
+    let be32 = |at: usize| u64::from(u32::from_be_bytes([h[at], h[at + 1], h[at + 2], h[at + 3]]));
+    let pages = be32(28);
+    if pages > 0 && be32(24) == be32(92) && len < pages * page_size {
+        bail!(
+            "{} is damaged: truncated to {len} bytes, but its header records {pages} pages of {page_size} bytes ({} bytes)",
+            path.display(),
+            pages * page_size
+        );
+    }
+    Ok(())
+}
+
 fn bundle_by_id<'c>(
     cat: &'c mut Catalog,
     ids: &std::collections::HashMap<i64, (String, String)>,
@@ -372,49 +433,161 @@ pub fn write_catalog(
     source_digest: &str,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<()> {
-    let dir = match output.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let tmp = tempfile::Builder::new()
-        .prefix(".opreg-ingest-")
-        .suffix(".db.tmp")
-        .tempfile_in(&dir)
-        .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
-    {
+    Builder::create(output)?.finish(cat, source_digest, progress)
+}
+
+/// A database being built: a temp file beside the output with the schema applied and one
+/// transaction open. Bundles can be added while the catalog is still being read (a streaming
+/// ingest hands each one over as it is parsed and keeps only a light copy); [`Builder::finish`]
+/// writes the rest from the validated catalog and moves the file into place. Dropping a
+/// builder deletes its temp file, so nothing is ever left under the output's name.
+pub struct Builder {
+    tmp: tempfile::NamedTempFile,
+    output: PathBuf,
+    dir: PathBuf,
+    conn: Connection,
+    /// (package, name) of every bundle row written so far.
+    added: std::collections::HashSet<(String, String)>,
+}
+
+impl Builder {
+    pub fn create(output: &Path) -> Result<Builder> {
+        let dir = match output.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let tmp = tempfile::Builder::new()
+            .prefix(".opreg-ingest-")
+            .suffix(".db.tmp")
+            .tempfile_in(&dir)
+            .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
         let mut conn = Connection::open(tmp.path())?;
+        // Bundles may arrive before their package: the catalog's consistency is checked by
+        // validation, not by foreign keys.
         conn.execute_batch(
-            "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA foreign_keys = ON;",
+            "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA foreign_keys = OFF;",
         )?;
         let migrations = rusqlite_migration::Migrations::from_directory(&MIGRATIONS_DIR)
             .map_err(|e| anyhow::anyhow!("bad embedded migrations: {e}"))?;
         migrations
             .to_latest(&mut conn)
             .context("applying schema migrations")?;
-        fill(&mut conn, cat, source_digest, progress)?;
-        conn.execute_batch("ANALYZE; VACUUM;")?;
-        conn.close().map_err(|(_, e)| e)?;
+        conn.execute_batch("BEGIN")?;
+        Ok(Builder {
+            tmp,
+            output: output.to_path_buf(),
+            dir,
+            conn,
+            added: Default::default(),
+        })
     }
-    tmp.as_file().sync_all()?;
-    tmp.persist(output).with_context(|| {
-        format!(
-            "cannot move the new database into place at {}",
-            output.display()
-        )
-    })?;
-    if let Ok(d) = std::fs::File::open(&dir) {
-        let _ = d.sync_all();
+
+    /// Writes one bundle's rows: the bundle with its wire form (without deprecation, which
+    /// [`Builder::finish`] adds), properties, related images and provided APIs. A second bundle
+    /// with the same package and name is ignored here; validation reports it.
+    pub fn add_bundle(&mut self, b: &Bundle) -> Result<()> {
+        add_bundle_rows(&self.conn, b, None)?;
+        self.added.insert((b.package.clone(), b.name.clone()));
+        Ok(())
+    }
+
+    /// Writes everything else from the validated catalog, commits, syncs and renames the file
+    /// over the output.
+    pub fn finish(
+        self,
+        cat: &Catalog,
+        digest: &str,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<()> {
+        let Builder {
+            tmp,
+            output,
+            dir,
+            conn,
+            added,
+        } = self;
+        fill(&conn, cat, &added, digest, progress)?;
+        conn.execute_batch("COMMIT; ANALYZE;")?;
+        conn.close().map_err(|(_, e)| e)?;
+        tmp.as_file().sync_all()?;
+        tmp.persist(&output).with_context(|| {
+            format!(
+                "cannot move the new database into place at {}",
+                output.display()
+            )
+        })?;
+        if let Ok(d) = std::fs::File::open(&dir) {
+            let _ = d.sync_all();
+        }
+        Ok(())
+    }
+}
+
+fn add_bundle_rows(conn: &Connection, b: &Bundle, deprecation: Option<&str>) -> Result<()> {
+    let wire = crate::wire::to_wire(b, deprecation);
+    let n = conn
+        .prepare_cached("INSERT OR IGNORE INTO bundle (package, name, version, image, deprecation, wire_core, wire_manifests, csv_synth) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)")?
+        .execute(params![
+            b.package,
+            b.name,
+            b.version(),
+            b.image,
+            deprecation,
+            wire.core.encode_to_vec(),
+            wire.manifests.encode_to_vec(),
+            wire.csv_synth,
+        ])?;
+    if n == 0 {
+        return Ok(());
+    }
+    let id = conn.last_insert_rowid();
+    let mut ins_prop = conn.prepare_cached(
+        "INSERT INTO bundle_property (bundle_id, seq, type, value) VALUES (?1, ?2, ?3, ?4)",
+    )?;
+    for (seq, p) in b.properties.iter().enumerate() {
+        ins_prop.execute(params![id, seq as i64, p.r#type, p.value])?;
+    }
+    let mut ins_img = conn.prepare_cached(
+        "INSERT INTO related_image (bundle_id, seq, name, image) VALUES (?1, ?2, ?3, ?4)",
+    )?;
+    for (seq, r) in b.related_images.iter().enumerate() {
+        ins_img.execute(params![id, seq as i64, r.name, r.image])?;
+    }
+    let mut ins_api = conn.prepare_cached("INSERT OR IGNORE INTO provided_api (api_group, version, kind, bundle_id) VALUES (?1, ?2, ?3, ?4)")?;
+    for g in b.gvks(prop::GVK) {
+        ins_api.execute(params![g.group, g.version, g.kind, id])?;
     }
     Ok(())
 }
 
+/// Sets the deprecation of a bundle written before its package's deprecations were known.
+fn set_bundle_deprecation(conn: &Connection, package: &str, name: &str, msg: &str) -> Result<()> {
+    let core: Option<Vec<u8>> = conn
+        .prepare_cached("SELECT wire_core FROM bundle WHERE package = ?1 AND name = ?2")?
+        .query_row([package, name], |r| r.get(0))
+        .optional()?;
+    let Some(core) = core else {
+        return Ok(());
+    };
+    let mut b = api::Bundle::decode(core.as_slice())?;
+    b.deprecation = Some(api::Deprecation {
+        message: msg.to_string(),
+    });
+    conn.prepare_cached(
+        "UPDATE bundle SET deprecation = ?3, wire_core = ?4 WHERE package = ?1 AND name = ?2",
+    )?
+    .execute(params![package, name, msg, b.encode_to_vec()])?;
+    Ok(())
+}
+
 fn fill(
-    conn: &mut Connection,
+    conn: &Connection,
     cat: &Catalog,
+    added: &std::collections::HashSet<(String, String)>,
     digest: &str,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<()> {
-    let tx = conn.transaction()?;
+    let tx = conn;
     {
         let mut info = tx.prepare("INSERT INTO catalog_info (key, value) VALUES (?1, ?2)")?;
         info.execute([FORMAT_KEY, FORMAT_VALUE])?;
@@ -426,16 +599,8 @@ fn fill(
 
         let mut ins_pkg = tx.prepare("INSERT INTO package (name, default_channel, description, icon_data, icon_mediatype, properties, deprecation) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")?;
         let mut ins_ch = tx.prepare("INSERT INTO channel (package, name, head, properties, deprecation) VALUES (?1, ?2, ?3, ?4, ?5)")?;
-        let mut ins_bundle = tx.prepare("INSERT INTO bundle (package, name, version, image, deprecation, wire_core, wire_manifests) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")?;
-        let mut ins_prop = tx.prepare(
-            "INSERT INTO bundle_property (bundle_id, seq, type, value) VALUES (?1, ?2, ?3, ?4)",
-        )?;
-        let mut ins_img = tx.prepare(
-            "INSERT INTO related_image (bundle_id, seq, name, image) VALUES (?1, ?2, ?3, ?4)",
-        )?;
         let mut ins_entry = tx.prepare("INSERT INTO channel_entry (package, channel, bundle, seq, position, replaces, skips, skip_range) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)")?;
         let mut ins_edge = tx.prepare("INSERT OR IGNORE INTO edge (package, channel, from_bundle, to_bundle, kind, synthetic) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")?;
-        let mut ins_api = tx.prepare("INSERT OR IGNORE INTO provided_api (api_group, version, kind, bundle_id) VALUES (?1, ?2, ?3, ?4)")?;
         let mut ins_dep = tx.prepare("INSERT INTO deprecation_entry (package, seq, schema, name, message) VALUES (?1, ?2, ?3, ?4, ?5)")?;
 
         let total = cat.packages.len() as u64;
@@ -490,25 +655,15 @@ fn fill(
                 }
             }
             for b in pkg.bundles.values() {
-                let wire = crate::wire::to_wire(pkg, b);
-                ins_bundle.execute(params![
-                    pkg.name,
-                    b.name,
-                    b.version(),
-                    b.image,
-                    pkg.bundle_deprecation(&b.name),
-                    wire.core.encode_to_vec(),
-                    wire.manifests.encode_to_vec(),
-                ])?;
-                let id = tx.last_insert_rowid();
-                for (seq, p) in b.properties.iter().enumerate() {
-                    ins_prop.execute(params![id, seq as i64, p.r#type, p.value])?;
-                }
-                for (seq, r) in b.related_images.iter().enumerate() {
-                    ins_img.execute(params![id, seq as i64, r.name, r.image])?;
-                }
-                for g in b.gvks(prop::GVK) {
-                    ins_api.execute(params![g.group, g.version, g.kind, id])?;
+                let deprecation = pkg.bundle_deprecation(&b.name);
+                if added.contains(&(b.package.clone(), b.name.clone())) {
+                    if let Some(msg) = deprecation {
+                        set_bundle_deprecation(tx, &b.package, &b.name, msg)?;
+                    }
+                } else if b.spilled {
+                    bail!("bundle {} of package {} was not stored", b.name, b.package);
+                } else {
+                    add_bundle_rows(tx, b, deprecation)?;
                 }
             }
             if let Some(d) = &pkg.deprecations {
@@ -525,15 +680,71 @@ fn fill(
             ins_meta.execute(params![m.schema, m.package, m.name, m.blob])?;
         }
     }
-    tx.commit()?;
+    let stored: i64 = tx.query_row("SELECT count(*) FROM bundle", [], |r| r.get(0))?;
+    if stored as usize != cat.bundle_count() {
+        bail!(
+            "internal error: {stored} bundles stored for {} in the catalog",
+            cat.bundle_count()
+        );
+    }
     Ok(())
 }
 
-/// Decodes a stored wire form, optionally with its manifests.
-pub(crate) fn decode_wire(core: &[u8], manifests: Option<&[u8]>) -> Result<api::Bundle> {
+/// Decodes a stored wire form, optionally with its manifests. `csv_synth` is the bundle's
+/// column of that name: its csvJson is synthesized here from the stored metadata, package
+/// description and icon, and related images.
+pub(crate) fn decode_wire(
+    conn: &Connection,
+    bundle_id: i64,
+    csv_synth: bool,
+    core: &[u8],
+    manifests: Option<&[u8]>,
+) -> Result<api::Bundle> {
     let mut b = api::Bundle::decode(core)?;
-    if let Some(m) = manifests {
-        b.merge(m)?;
+    let Some(m) = manifests else {
+        return Ok(b);
+    };
+    let mut m = api::Bundle::decode(m)?;
+    if csv_synth {
+        let csv = synthesized_csv(conn, bundle_id, &b.csv_name, &b.version)?;
+        crate::wire::complete_manifests(&mut m, true, || csv);
     }
+    b.csv_json = m.csv_json;
+    b.object = m.object;
     Ok(b)
+}
+
+fn synthesized_csv(conn: &Connection, id: i64, name: &str, version: &str) -> Result<String> {
+    let (description, icon_data, icon_type): (String, Option<String>, Option<String>) = conn
+        .prepare_cached(
+            "SELECT p.description, p.icon_data, p.icon_mediatype
+             FROM bundle b JOIN package p ON p.name = b.package WHERE b.id = ?1",
+        )?
+        .query_row([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+    let metadata: String = conn
+        .prepare_cached(
+            "SELECT value FROM bundle_property WHERE bundle_id = ?1 AND type = ?2 ORDER BY seq",
+        )?
+        .query_row(params![id, prop::CSV_METADATA], |r| r.get(0))?;
+    let related_images = conn
+        .prepare_cached("SELECT name, image FROM related_image WHERE bundle_id = ?1 ORDER BY seq")?
+        .query_map([id], |r| {
+            Ok(RelatedImage {
+                name: r.get(0)?,
+                image: r.get(1)?,
+            })
+        })?
+        .collect::<Result<Vec<_>, _>>()?;
+    let icon = icon_data.map(|base64data| Icon {
+        base64data,
+        mediatype: icon_type.unwrap_or_default(),
+    });
+    Ok(crate::wire::synthesize_csv(&crate::wire::CsvInputs {
+        bundle_name: name,
+        version,
+        related_images: &related_images,
+        package_description: &description,
+        package_icon: icon.as_ref(),
+        metadata: &metadata,
+    }))
 }
