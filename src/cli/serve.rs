@@ -18,6 +18,9 @@ use std::time::Duration;
 
 const CACHE_DB: &str = "opreg-catalog.db";
 
+/// `mi_option_purge_delay` in mimalloc's option enum (v2 and v3 alike; as in `cli::ingest`).
+const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+
 /// Serve a catalog over the operator-registry gRPC API (a drop-in for `opm serve`).
 ///
 /// Services: api.Registry, api.ExperimentalRegistry, opreg.v1.Upgrades, grpc.health.v1.Health
@@ -70,6 +73,12 @@ pub struct Args {
 
 pub fn run(a: Args) -> i32 {
     disable_transparent_huge_pages();
+    // Return freed memory to the OS at once, as ingest does. mimalloc purges held memory only
+    // when the freeing thread allocates again, so after a burst of large responses the idle
+    // blocking threads kept it: 70 MB RSS 15 s after 64 callers of GetBundleThatReplaces on
+    // the community catalog, against 29 MB with this.
+    // SAFETY: sets a process-wide allocator option; no memory is touched.
+    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) };
     let workers = a.threads.map(usize::from).unwrap_or_else(|| {
         std::thread::available_parallelism()
             .map(|n| n.get())

@@ -1,0 +1,202 @@
+//! Child processes: wall time and peak RSS of a finished child (wait4), the serving process's
+//! current and peak RSS and CPU time (/proc), and this process's own CPU time.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// What a finished child cost.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ChildStats {
+    pub wall: Duration,
+    /// Peak resident set (ru_maxrss), KiB.
+    pub maxrss_kb: u64,
+    pub cpu: Duration,
+}
+
+fn tv(t: libc::timeval) -> Duration {
+    Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000)
+}
+
+/// Runs `cmd` to completion with stdout discarded and stderr kept in `stderr_file`; fails
+/// with the tail of stderr unless it exits 0.
+pub fn run_child(cmd: &mut Command, stderr_file: &Path) -> Result<ChildStats, String> {
+    let err = File::create(stderr_file).map_err(|e| e.to_string())?;
+    let t = Instant::now();
+    let child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(err)
+        .spawn()
+        .map_err(|e| format!("spawn {cmd:?}: {e}"))?;
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: rusage is plain data; wait4 fills it for our own child, which std has not reaped.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
+    let wall = t.elapsed();
+    if r != pid {
+        return Err(format!("wait4: {}", std::io::Error::last_os_error()));
+    }
+    if !(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0) {
+        let text = std::fs::read_to_string(stderr_file).unwrap_or_default();
+        let tail: String = text
+            .chars()
+            .rev()
+            .take(2000)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
+        return Err(format!("{cmd:?} failed ({status:#x}): {tail}"));
+    }
+    Ok(ChildStats {
+        wall,
+        maxrss_kb: ru.ru_maxrss as u64,
+        cpu: tv(ru.ru_utime) + tv(ru.ru_stime),
+    })
+}
+
+/// This process's CPU time (all threads).
+pub fn self_cpu() -> Duration {
+    // SAFETY: as above.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+fn status_kb(pid: u32, field: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with(field))
+                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
+        })
+        .unwrap_or(0)
+}
+
+/// A running `opreg serve`, killed on drop.
+pub struct Server {
+    child: Child,
+    pub port: u16,
+    pub log: PathBuf,
+    pub started: Instant,
+}
+
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free loopback port")
+}
+
+impl Server {
+    /// Starts `opreg serve DB` on a free port; `threads` sets `--threads`.
+    pub fn spawn(bin: &Path, db: &Path, threads: Option<usize>, log: &Path) -> Server {
+        Self::spawn_wrapped(&[], bin, db, threads, log)
+    }
+
+    /// Like [`Server::spawn`], under a wrapper command (e.g. `perf record -g --`).
+    pub fn spawn_wrapped(
+        wrapper: &[&str],
+        bin: &Path,
+        db: &Path,
+        threads: Option<usize>,
+        log: &Path,
+    ) -> Server {
+        let port = free_port();
+        let mut cmd = match wrapper.split_first() {
+            Some((w, rest)) => {
+                let mut c = Command::new(w);
+                c.args(rest).arg(bin);
+                c
+            }
+            None => Command::new(bin),
+        };
+        cmd.arg("serve")
+            .arg(db)
+            .args(["-p", &port.to_string(), "-t", "/dev/null"])
+            .env_remove("OPREG_THREADS")
+            .env_remove("OPREG_LOG");
+        if let Some(n) = threads {
+            cmd.args(["--threads", &n.to_string()]);
+        }
+        let err = File::create(log).expect("server log file");
+        let started = Instant::now();
+        let child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(err)
+            .spawn()
+            .expect("spawn opreg serve");
+        Server {
+            child,
+            port,
+            log: log.to_path_buf(),
+            started,
+        }
+    }
+    pub fn addr(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+    pub fn rss_kb(&self) -> u64 {
+        status_kb(self.pid(), "VmRSS:")
+    }
+    /// Peak RSS since start (VmHWM).
+    pub fn hwm_kb(&self) -> u64 {
+        status_kb(self.pid(), "VmHWM:")
+    }
+    /// User + system CPU time of the server so far.
+    pub fn cpu(&self) -> Duration {
+        let stat =
+            std::fs::read_to_string(format!("/proc/{}/stat", self.pid())).unwrap_or_default();
+        // Fields after the parenthesised command name; utime and stime are fields 14 and 15.
+        let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        let ticks: u64 = f.get(11).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0)
+            + f.get(12).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+        // SAFETY: sysconf has no preconditions.
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+        Duration::from_nanos(ticks * 1_000_000_000 / hz)
+    }
+    /// Waits until the server's log contains `needle`; false on timeout or exit.
+    pub fn wait_log(&mut self, needle: &str, timeout: Duration) -> bool {
+        let end = Instant::now() + timeout;
+        while Instant::now() < end {
+            if std::fs::read_to_string(&self.log)
+                .map(|s| s.contains(needle))
+                .unwrap_or(false)
+            {
+                return true;
+            }
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        false
+    }
+    /// SIGINT, then wait for exit (a wrapper such as perf writes its output).
+    pub fn interrupt(&mut self) {
+        // SAFETY: kill has no memory preconditions; the pid is our live child.
+        unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGINT) };
+        let _ = self.child.wait();
+    }
+
+    /// The log so far (for error messages).
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Benchmarks (issue 7): regenerates BENCHMARKS.md with one command.
+#
+#   scripts/bench.sh                 full run (about 5 minutes on 2 cores): the corpus's community
+#                                    and certified catalogs plus synthetic catalogs at 1x, 4x, 16x;
+#                                    writes BENCHMARKS.md
+#   scripts/bench.sh --smoke         seconds: the upstream manifests (rendered) and a tiny synthetic
+#                                    catalog, short load phases; writes a temp file and prints it
+#   scripts/bench.sh --out FILE      write the report elsewhere
+#   scripts/bench.sh -- ARGS...      pass ARGS to the harness's `run` (e.g. --scales 1,4 --duration 5);
+#                                    see `cargo bench --bench harness -- run --help`
+#
+# The harness is benches/harness (a `cargo bench` target without libtest); it builds opreg in the
+# release profile and measures it in child processes. A section of the existing report between
+# `<!-- container:begin -->` and `<!-- container:end -->` (image figures from
+# scripts/container-smoke.sh) is carried over unchanged. Run it on a quiet machine: the client
+# and the server share the cores, and other load shows up in every figure.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+smoke=0
+out=""
+extra=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --smoke) smoke=1; shift ;;
+    --out) out="$2"; shift 2 ;;
+    --) shift; extra+=("$@"); break ;;
+    *) echo "usage: scripts/bench.sh [--smoke] [--out FILE] [-- HARNESS-RUN-ARGS...]" >&2; exit 2 ;;
+  esac
+done
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+args=(run --out "$tmp/report.md" --work "$tmp/work")
+if [ "$smoke" = 1 ]; then
+  [ -n "$out" ] || out="$tmp/BENCHMARKS.smoke.md"
+  cargo run --release --quiet -- render ../shared/testdata/upstream-manifests > "$tmp/upstream.json"
+  args+=(--smoke --catalog "$tmp/upstream.json" --command "scripts/bench.sh --smoke")
+else
+  [ -n "$out" ] || out=BENCHMARKS.md
+  args+=(--command "scripts/bench.sh${extra[*]:+ -- ${extra[*]}}")
+fi
+
+cargo bench --bench harness -- "${args[@]}" "${extra[@]}"
+
+if [ -f "$out" ] && grep -q '<!-- container:begin -->' "$out"; then
+  { echo; awk '/<!-- container:begin -->/,/<!-- container:end -->/' "$out"; } >> "$tmp/report.md"
+fi
+if [ "$smoke" = 1 ] && [ "$out" = "$tmp/BENCHMARKS.smoke.md" ]; then
+  cat "$tmp/report.md"
+else
+  mv "$tmp/report.md" "$out"
+  echo "wrote $out"
+fi
