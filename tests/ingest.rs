@@ -467,3 +467,42 @@ fn failed_ingest_leaves_existing_output_untouched() {
     assert_eq!(code, 1);
     assert!(!fresh.exists(), "a failed ingest created its output");
 }
+
+/// A successful ingest removes the temp files that killed ingests left beside its output, but
+/// never one a running ingest still holds (locked) or one written in the last minute.
+#[test]
+fn successful_ingest_removes_stale_temp_files_only() {
+    let tmp = tempfile::tempdir().unwrap();
+    let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    let make = |name: &str, old: bool| {
+        let p = tmp.path().join(name);
+        let f = std::fs::File::create(&p).unwrap();
+        if old {
+            f.set_modified(hour_ago).unwrap();
+        }
+        (p, f)
+    };
+    let (stale, stale_f) = make(".opreg-ingest-stale.db.tmp", true);
+    drop(stale_f);
+    let (live, live_f) = make(".opreg-ingest-live.db.tmp", true);
+    live_f.lock().unwrap();
+    let (fresh, fresh_f) = make(".opreg-ingest-fresh.db.tmp", false);
+    drop(fresh_f);
+    let (other, other_f) = make("unrelated.db.tmp", true);
+    drop(other_f);
+    let out = tmp.path().join("out.db");
+    let (code, _, err) = opreg(&[
+        "ingest",
+        shared("upstream-manifests").to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "-q",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.exists());
+    assert!(!stale.exists(), "the stale temp file is still there");
+    assert!(live.exists(), "a locked temp file was removed");
+    assert!(fresh.exists(), "a recent temp file was removed");
+    assert!(other.exists(), "a file of another name was removed");
+    drop(live_f);
+}

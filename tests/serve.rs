@@ -729,7 +729,7 @@ fn cache_dir_flags_follow_opm_semantics() {
 #[test]
 fn synthesized_csvs_served_from_the_store_equal_the_model_wire_form() {
     let src = shared("corpus/community-operators.fbc.json");
-    let cat = opreg::catalog::load_sources(&[src.clone()], &mut Vec::new()).unwrap();
+    let cat = opreg::catalog::load_sources(std::slice::from_ref(&src), &mut Vec::new()).unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let db = tmp.path().join("c.db");
     let (code, _, err) = opreg(&[

@@ -461,6 +461,11 @@ impl Builder {
             .suffix(".db.tmp")
             .tempfile_in(&dir)
             .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
+        // Held until the builder is gone: marks the file as belonging to a live ingest
+        // (remove_stale_temp_files).
+        tmp.as_file()
+            .try_lock()
+            .with_context(|| format!("cannot lock {}", tmp.path().display()))?;
         let mut conn = Connection::open(tmp.path())?;
         // Bundles may arrive before their package: the catalog's consistency is checked by
         // validation, not by foreign keys.
@@ -519,7 +524,40 @@ impl Builder {
         if let Ok(d) = std::fs::File::open(&dir) {
             let _ = d.sync_all();
         }
+        remove_stale_temp_files(&dir);
         Ok(())
+    }
+}
+
+/// Deletes the temp files that killed ingests left in `dir`. A live builder holds an exclusive
+/// lock on its temp file, so one whose lock can be taken, and that nobody has written for a
+/// minute, belongs to no running ingest.
+fn remove_stale_temp_files(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        if !(name.starts_with(".opreg-ingest-") && name.ends_with(".db.tmp")) {
+            continue;
+        }
+        let idle = e
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|d| d > std::time::Duration::from_secs(60));
+        if !idle {
+            continue;
+        }
+        let Ok(f) = std::fs::File::open(e.path()) else {
+            continue;
+        };
+        if f.try_lock().is_ok() {
+            tracing::info!(file = %e.path().display(), "removed a temp file left by an interrupted ingest");
+            let _ = std::fs::remove_file(e.path());
+        }
     }
 }
 
