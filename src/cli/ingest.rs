@@ -69,6 +69,7 @@ pub fn ingest(
     // peak stays near what is live. Harmless when another allocator is in use.
     // SAFETY: sets a process-wide allocator option; no memory is touched.
     unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) };
+    let started = std::time::Instant::now();
     let builder = store::Builder::create(output).map_err(fail)?;
     let (tx, rx) = std::sync::mpsc::sync_channel::<Bundle>(64);
     let (loaded, written, digest) = std::thread::scope(|s| {
@@ -97,6 +98,10 @@ pub fn ingest(
             .unwrap_or_else(|_| Err(std::io::Error::other("computing the source digest failed")));
         (loaded, written, digest)
     });
+    tracing::debug!(
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "sources read, bundles stored, catalog validated"
+    );
     let cat = loaded?;
     let builder = written.map_err(fail)?;
     let digest = digest
@@ -105,6 +110,10 @@ pub fn ingest(
         builder.finish(&cat, &digest, tick)
     })
     .map_err(fail)?;
+    tracing::debug!(
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "database written and moved into place"
+    );
     Ok(cat)
 }
 

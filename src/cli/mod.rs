@@ -105,8 +105,10 @@ pub fn init_logging(format: LogFormat, debug: bool) {
             "info,rusqlite_migration=warn"
         })
     });
+    // Colours only on a terminal: a pod's log or a CI log gets plain text.
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr);
     let _ = match format {
         LogFormat::Text => builder.try_init(),
