@@ -82,7 +82,7 @@ fn read_file(
         Some(d) => typed.push(d),
         None => {}
     };
-    let ok = match read_streaming(path, &display, diags, &mut sink) {
+    let ok = match read_streaming(path, &display, CHUNK, diags, &mut sink) {
         Ok(Some(ok)) => ok,
         Ok(None) => match std::fs::read(path) {
             Ok(bytes) => for_each_meta(&bytes, &display, diags, &mut sink),
@@ -115,15 +115,16 @@ fn read_file(
 fn read_streaming(
     path: &Path,
     file: &str,
+    chunk: usize,
     diags: &mut Vec<Diagnostic>,
     f: &mut dyn FnMut(RawMeta),
 ) -> std::io::Result<Option<bool>> {
     use std::io::Read;
     let mut input = std::fs::File::open(path)?;
-    if input.metadata()?.len() <= CHUNK as u64 {
+    if input.metadata()?.len() <= chunk as u64 {
         return Ok(None);
     }
-    let mut buf: Vec<u8> = Vec::with_capacity(CHUNK + (CHUNK >> 2));
+    let mut buf: Vec<u8> = Vec::with_capacity(chunk + (chunk >> 2));
     let mut base = 0usize; // file offset of buf[0]
     let mut checked = 0usize; // buf[..checked] is valid UTF-8
     let mut eof = false;
@@ -131,7 +132,7 @@ fn read_streaming(
     let mut held: Vec<Value> = Vec::with_capacity(2);
     let mut errs = Vec::new();
     while !eof {
-        let want = buf.len() + CHUNK;
+        let want = buf.len() + chunk;
         while buf.len() < want {
             let len = buf.len();
             buf.resize(want, 0);
@@ -186,6 +187,15 @@ fn read_streaming(
                     consumed = checked;
                     break;
                 }
+                // A number or literal that ends the buffer may go on in the next chunk
+                // (`12` + `34`, `true` + `x`): read more first.
+                Some(Ok(v))
+                    if !eof
+                        && stream.byte_offset() == checked
+                        && !(v.is_object() || v.is_array() || v.is_string()) =>
+                {
+                    break
+                }
                 Some(Ok(v)) => {
                     consumed = stream.byte_offset();
                     n += 1;
@@ -221,6 +231,23 @@ fn read_streaming(
     }
     diags.append(&mut errs);
     Ok(Some(true))
+}
+
+/// The metas of a file as ingest reads one larger than `chunk` bytes: `chunk` bytes at a time
+/// (ingest uses 1 MiB). `None` when that reader hands the file back to be read whole (it is
+/// not larger, not a JSON stream, or fails before two objects decode). For tests and fuzzing,
+/// which compare it with [`decode_bytes`] using small chunks; `chunk` must not be 0.
+#[doc(hidden)]
+pub fn decode_file_chunked(
+    path: &Path,
+    chunk: usize,
+    diags: &mut Vec<Diagnostic>,
+) -> std::io::Result<Option<Vec<RawMeta>>> {
+    assert!(chunk > 0, "chunk size 0");
+    let mut metas = Vec::new();
+    let file = path.display().to_string();
+    let ok = read_streaming(path, &file, chunk, diags, &mut |m| metas.push(m))?;
+    Ok(ok.map(|ok| if ok { metas } else { Vec::new() }))
 }
 
 /// Splits one file's bytes into metas. Never panics on any input.
