@@ -304,9 +304,9 @@ pub fn bundle_rules(b: &Bundle, out: &mut Vec<Diagnostic>) {
                 match v.get("data").and_then(Value::as_str) {
                     Some(d) => match base64::engine::general_purpose::STANDARD.decode(d) {
                         Err(e) => Err(format!("data is not base64: {e}")),
-                        Ok(_) if crate::wire::decode_object(&prop.value).is_none() => Err(
-                            "read bundle objects: data is not a JSON or YAML document".into(),
-                        ),
+                        Ok(_) if crate::wire::decode_object(&prop.value).is_none() => {
+                            Err("read bundle objects: data is not a JSON or YAML document".into())
+                        }
                         Ok(_) => Ok(()),
                     },
                     None => Err("expected an object with a string \"data\"".to_string()),

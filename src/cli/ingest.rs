@@ -104,8 +104,7 @@ pub fn ingest(
     );
     let cat = loaded?;
     let builder = written.map_err(fail)?;
-    let digest = digest
-        .map_err(|e| fail(anyhow::anyhow!("cannot read sources: {e}")))?;
+    let digest = digest.map_err(|e| fail(anyhow::anyhow!("cannot read sources: {e}")))?;
     with_bar(cat.packages.len() as u64, progress, |tick| {
         builder.finish(&cat, &digest, tick)
     })
