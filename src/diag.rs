@@ -50,6 +50,33 @@ pub enum Rule {
 }
 
 impl Rule {
+    /// Every rule, in declaration order.
+    pub const ALL: [Rule; 18] = [
+        Rule::Parse,
+        Rule::Schema,
+        Rule::Duplicate,
+        Rule::UnknownPackage,
+        Rule::PackageName,
+        Rule::DefaultChannel,
+        Rule::Empty,
+        Rule::ChannelHead,
+        Rule::Cycle,
+        Rule::Stranded,
+        Rule::Membership,
+        Rule::PackageProperty,
+        Rule::Property,
+        Rule::SkipRange,
+        Rule::Image,
+        Rule::Deprecation,
+        Rule::MaxOpenShiftVersion,
+        Rule::UpgradeLint,
+    ];
+
+    /// False for the rules that only ever warn; breaking any other makes a catalog invalid.
+    pub fn can_fail_a_catalog(self) -> bool {
+        !matches!(self, Rule::MaxOpenShiftVersion | Rule::UpgradeLint)
+    }
+
     pub fn id(self) -> &'static str {
         match self {
             Rule::Parse => "parse",
@@ -71,6 +98,40 @@ impl Rule {
             Rule::MaxOpenShiftVersion => "max-openshift-version",
             Rule::UpgradeLint => "upgrade-lint",
         }
+    }
+}
+
+#[cfg(test)]
+mod rule_tests {
+    use super::Rule;
+
+    /// `ALL` must list every variant: a new rule that is not added fails to compile here.
+    #[test]
+    fn all_lists_every_rule_once() {
+        for r in Rule::ALL {
+            match r {
+                Rule::Parse
+                | Rule::Schema
+                | Rule::Duplicate
+                | Rule::UnknownPackage
+                | Rule::PackageName
+                | Rule::DefaultChannel
+                | Rule::Empty
+                | Rule::ChannelHead
+                | Rule::Cycle
+                | Rule::Stranded
+                | Rule::Membership
+                | Rule::PackageProperty
+                | Rule::Property
+                | Rule::SkipRange
+                | Rule::Image
+                | Rule::Deprecation
+                | Rule::MaxOpenShiftVersion
+                | Rule::UpgradeLint => {}
+            }
+        }
+        let ids: std::collections::BTreeSet<&str> = Rule::ALL.iter().map(|r| r.id()).collect();
+        assert_eq!(ids.len(), Rule::ALL.len());
     }
 }
 
@@ -153,7 +214,7 @@ impl fmt::Display for Diagnostic {
         if !scope.is_empty() {
             write!(f, "{}: ", scope.join(", "))?;
         }
-        write!(f, "{}", elide(&self.message, MAX_MESSAGE, 512))
+        write!(f, "{}", crate::text::elide(&self.message, MAX_MESSAGE, 512))
     }
 }
 
@@ -168,35 +229,9 @@ fn quoted(name: &str) -> String {
     if name.len() <= MAX_NAME {
         format!("{name:?}")
     } else {
-        let head = floor_boundary(name, MAX_NAME);
+        let head = name.floor_char_boundary(MAX_NAME);
         format!("{:?}… ({} bytes)", &name[..head], name.len())
     }
-}
-
-/// `s`, or its first bytes and last `tail` bytes around a note of how much was left out.
-fn elide(s: &str, max: usize, tail: usize) -> std::borrow::Cow<'_, str> {
-    if s.len() <= max {
-        return s.into();
-    }
-    let head = floor_boundary(s, max - tail);
-    let mut start = s.len() - tail;
-    while !s.is_char_boundary(start) {
-        start += 1;
-    }
-    format!(
-        "{}…[{} bytes elided]…{}",
-        &s[..head],
-        start - head,
-        &s[start..]
-    )
-    .into()
-}
-
-fn floor_boundary(s: &str, mut i: usize) -> usize {
-    while !s.is_char_boundary(i) {
-        i -= 1;
-    }
-    i
 }
 
 /// A non-empty list of diagnostics that stopped an operation.

@@ -3,29 +3,36 @@
 //! Data flows one way:
 //!
 //! ```text
-//!  input formats ──► model ──► validation ──► store (SQLite) ──► gRPC server
-//!  (catalog::*)     (model)    (validate,      (store)            (server)
-//!                               graph)
+//!  SOURCE ──► source ──► catalog::* ──► model ──► validate ──► store (SQLite) ──► server
+//!  (paths)   (detect,    (readers)      (data)    (+ graph)     (write once,      (gRPC)
+//!             dispatch)                                          read-only after)
 //! ```
 //!
-//! Module map:
+//! Module map, lowest layer first (a module imports only from the ones above it):
 //!
-//! * [`catalog`]: reads every input format (FBC, package manifests, bundle directories,
-//!   legacy SQLite indexes, opreg databases) into [`model`] declarations and assembles them.
-//!   [`catalog::fbc`] also renders a catalog back to FBC.
+//! * Leaves: [`text`] (Go `%q` quoting, eliding long strings), [`json`] (canonical JSON, Go's
+//!   escaping), [`yaml`] (YAML 1.1 guards), [`version`] (the blang and Masterminds version
+//!   grammars), [`sqlite`] (the one read-only open and header check).
 //! * [`model`]: the catalog as plain data: packages → channels → entries, bundles with
 //!   properties. No I/O, no rules.
+//! * [`diag`]: the diagnostic type (file, document, package/channel/bundle) and rule ids.
 //! * [`graph`]: the update-graph rules, once: which entry upgrades from which bundle
-//!   (replaces, skips, skipRange), channel heads, chain walks, the blang and Masterminds range
-//!   grammars, and upgrade resolution under classic, OLM v1 and semver rules.
-//! * [`validate`]: upstream's catalog rules, all errors at once, each naming file and rule.
-//! * [`diag`]: the diagnostic type those errors use.
+//!   (replaces, skips, skipRange), channel heads, the replaces walk, and upgrade resolution
+//!   under classic, OLM v1 and semver rules ([`graph::resolve`]).
+//! * [`catalog`]: one reader per input format (FBC, package manifests, bundle directories,
+//!   legacy SQLite indexes) into declarations, assembled into a [`model::Catalog`];
+//!   [`catalog::csv`] is the one place CSV-derived properties are computed;
+//!   [`catalog::fbc`] also renders a catalog back to FBC.
+//! * [`validate`]: upstream's catalog rules, all errors at once, each naming file and rule;
+//!   only it makes a [`validate::ValidCatalog`].
 //! * [`wire`]: model → `api.Bundle` (field-fill rules, csvJson synthesis).
-//! * [`store`]: the SQLite store: schema from `migrations/`, atomic writes, materialized edges,
-//!   read-only queries.
+//! * [`store`]: the SQLite store: schema from `migrations/`, atomic writes of a
+//!   `ValidCatalog`, materialized edges, read-only queries.
+//! * [`source`]: SOURCE arguments: telling formats apart and reading any mix of them (the
+//!   catalog readers, or the store for opreg's own databases).
 //! * [`server`]: the gRPC surface: `api.Registry`, `api.ExperimentalRegistry`,
 //!   `opreg.v1.Upgrades`, health and reflection, with graceful shutdown.
-//! * [`cli`]: one file per subcommand.
+//! * [`cli`]: one file per subcommand; exit codes; logging; allocator settings.
 //! * [`demo`]: the embedded demo catalog served when no SOURCE is given.
 //!
 //! Errors: library code returns `anyhow::Result` for operational failures (I/O, SQLite) and
@@ -57,7 +64,11 @@ pub mod graph;
 pub mod json;
 pub mod model;
 pub mod server;
+pub mod source;
+pub mod sqlite;
 pub mod store;
+pub mod text;
 pub mod validate;
+pub mod version;
 pub mod wire;
 pub mod yaml;

@@ -5,6 +5,9 @@
 //! resolution) reads it. The model is plain data: it never touches files, SQLite or gRPC.
 //! Rules about the update graph live in [`crate::graph`], not here.
 
+use base64::Engine;
+use serde::Deserialize;
+
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -113,10 +116,31 @@ pub struct Bundle {
     pub properties: Vec<Property>,
     pub related_images: Vec<RelatedImage>,
     pub origin: Origin,
-    /// Set on the light copy an ingest keeps after handing the whole bundle to the store
-    /// ([`Bundle::lightened`]): the manifest-carrying properties are gone and the per-bundle
-    /// rules have already run on the whole bundle.
-    pub spilled: bool,
+    /// Whole, or the light copy a streaming ingest keeps.
+    pub body: Body,
+}
+
+/// Whether a bundle still carries its manifest properties.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Body {
+    /// Every property as read.
+    #[default]
+    Whole,
+    /// The copy a streaming ingest keeps once the whole bundle went to the store: without the
+    /// manifest-carrying properties (`olm.csv.metadata`, `olm.bundle.object`). Only
+    /// [`crate::validate::bundle_rules_then_lighten`] makes one, after running the per-bundle
+    /// rules on the whole bundle, so no rule can miss a streamed bundle.
+    Light(RulesRan),
+}
+
+/// Proof that the per-bundle rules ran on the whole bundle; made only inside this crate.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RulesRan(());
+
+impl RulesRan {
+    pub(crate) fn new() -> Self {
+        RulesRan(())
+    }
 }
 
 /// A typed property. `value` is canonical JSON text: compact, keys sorted at every level.
@@ -176,25 +200,22 @@ pub struct Gvk {
     pub kind: String,
 }
 
-impl Bundle {
-    /// A copy without the manifest-carrying properties (`olm.csv.metadata`,
-    /// `olm.bundle.object`), which hold most of a catalog's bytes and which nothing after the
-    /// per-bundle rules and the store's wire form reads. Marked `spilled`.
-    pub fn lightened(&self) -> Bundle {
-        Bundle {
-            name: self.name.clone(),
-            package: self.package.clone(),
-            image: self.image.clone(),
-            properties: self
-                .properties
-                .iter()
-                .filter(|p| p.r#type != prop::CSV_METADATA && p.r#type != prop::BUNDLE_OBJECT)
-                .cloned()
-                .collect(),
-            related_images: self.related_images.clone(),
-            origin: self.origin.clone(),
-            spilled: true,
+impl ChannelEntry {
+    /// An entry from its parts (`""` for no replaces or skipRange).
+    pub fn new(name: &str, replaces: &str, skips: &[&str], skip_range: &str) -> Self {
+        ChannelEntry {
+            name: name.into(),
+            replaces: replaces.into(),
+            skips: skips.iter().map(|s| s.to_string()).collect(),
+            skip_range: skip_range.into(),
         }
+    }
+}
+
+impl Bundle {
+    /// True for a streamed bundle's light copy ([`Body::Light`]).
+    pub fn is_light(&self) -> bool {
+        matches!(self.body, Body::Light(_))
     }
 
     /// Properties of one type, in order.
@@ -289,4 +310,33 @@ impl Catalog {
             .map(|c| c.entries.len())
             .sum()
     }
+}
+
+/// Decodes an `olm.bundle.object` value to (kind, Go-encoded JSON text).
+/// `None` when the value is not `{"data": <base64 of a JSON or YAML document>}`; validation
+/// rejects such bundles (upstream: "read bundle objects").
+pub fn decode_bundle_object(value: &str) -> Option<(String, String)> {
+    let v: serde_json::Value = serde_json::from_str(value).ok()?;
+    let data = v.get("data")?.as_str()?;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(data)
+        .ok()?;
+    let obj: serde_json::Value = match serde_json::from_slice(&bytes) {
+        Ok(v) => v,
+        Err(_) => {
+            let text = std::str::from_utf8(&bytes).ok()?;
+            crate::yaml::check_flow_depth(text).ok()?;
+            let de = yaml_serde::Deserializer::from_str(text).next()?;
+            serde_json::Value::deserialize(de).ok()?
+        }
+    };
+    let kind = obj
+        .get("kind")
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    Some((
+        kind,
+        crate::json::go_html_escape(&crate::json::canonical(&obj)),
+    ))
 }

@@ -13,8 +13,6 @@
 use crate::api;
 use crate::json;
 use crate::model::*;
-use base64::Engine;
-use serde::Deserialize;
 use serde_json::{Map, Value};
 
 /// The channel-independent part of a bundle's wire form, and its manifests, kept apart so that
@@ -80,7 +78,7 @@ pub fn to_wire(b: &Bundle, deprecation: Option<&str>) -> WireBundle {
     for p in &b.properties {
         match p.r#type.as_str() {
             prop::BUNDLE_OBJECT => {
-                if let Some(o) = decode_object(&p.value) {
+                if let Some(o) = crate::model::decode_bundle_object(&p.value) {
                     objects.push(o);
                 }
                 continue;
@@ -158,32 +156,6 @@ pub fn full_wire(pkg: &Package, b: &Bundle) -> api::Bundle {
     core.csv_json = m.csv_json;
     core.object = m.object;
     core
-}
-
-/// Decodes an `olm.bundle.object` value to (kind, Go-encoded JSON text).
-/// `None` when the value is not `{"data": <base64 of a JSON or YAML document>}`; validation
-/// rejects such bundles (upstream: "read bundle objects").
-pub(crate) fn decode_object(value: &str) -> Option<(String, String)> {
-    let v: Value = serde_json::from_str(value).ok()?;
-    let data = v.get("data")?.as_str()?;
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(data)
-        .ok()?;
-    let obj: Value = match serde_json::from_slice(&bytes) {
-        Ok(v) => v,
-        Err(_) => {
-            let text = std::str::from_utf8(&bytes).ok()?;
-            crate::yaml::check_flow_depth(text).ok()?;
-            let de = yaml_serde::Deserializer::from_str(text).next()?;
-            Value::deserialize(de).ok()?
-        }
-    };
-    let kind = obj
-        .get("kind")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_string();
-    Some((kind, json::go_html_escape(&json::canonical(&obj))))
 }
 
 /// Builds a v1alpha1 ClusterServiceVersion from an `olm.csv.metadata` property, in the field

@@ -196,6 +196,7 @@ fn check_temp(tmp: &Path, tally: &mut Tally) {
 }
 
 #[test]
+#[ignore = "heavy tier: cargo test --release -- --ignored (CI runs it)"]
 fn sigkill_during_ingest_never_damages_the_output() {
     let _turn = serial();
     let started = Instant::now();
@@ -407,6 +408,7 @@ fn sigkill_during_ingest_never_damages_the_output() {
 /// another catalog, are never taken for the output: the next ingest writes its own database
 /// whole, and a damaged leftover is refused cleanly when opened.
 #[test]
+#[ignore = "heavy tier: cargo test --release -- --ignored (CI runs it)"]
 fn leftover_temp_files_are_never_taken_for_the_output() {
     let _turn = serial();
     let work = tempfile::tempdir().unwrap();

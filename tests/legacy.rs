@@ -18,7 +18,7 @@ use std::path::Path;
 
 fn load(path: &Path) -> (Catalog, Vec<opreg::diag::Diagnostic>) {
     let mut warnings = Vec::new();
-    let cat = opreg::catalog::load_sources(&[path.to_path_buf()], &mut warnings)
+    let cat = opreg::source::load_sources(&[path.to_path_buf()], &mut warnings)
         .unwrap_or_else(|e| panic!("{} does not load: {:?}", path.display(), e.0));
     (cat, warnings)
 }

@@ -41,6 +41,7 @@ fn big_catalog(dir: &std::path::Path) -> std::path::PathBuf {
 }
 
 #[test]
+#[ignore = "heavy tier: cargo test --release -- --ignored (CI runs it)"]
 fn stalled_list_bundles_does_not_delay_get_package() {
     let tmp = tempfile::tempdir().unwrap();
     let server = Server::start(&[big_catalog(tmp.path()).to_str().unwrap()]);
@@ -133,6 +134,7 @@ async fn open_stalled(
 /// connection starves its own connection (hyper's client defaults: 2 MB per stream, 5 MB per
 /// connection). That is the client's doing; the server cannot send past the client's windows.
 #[test]
+#[ignore = "heavy tier: cargo test --release -- --ignored (CI runs it)"]
 fn stalled_readers_on_own_and_shared_connections_delay_no_one() {
     let tmp = tempfile::tempdir().unwrap();
     let server = Server::start(&[big_catalog(tmp.path()).to_str().unwrap()]);

@@ -1,6 +1,7 @@
-//! `opreg serve` over gRPC, checked with a tonic client against the real binary: every
-//! FBC-column assertion of the spec for the upstream manifests, deprecations, custom schemas,
-//! the demo catalog, error codes, and graceful shutdown.
+//! `opreg serve` over gRPC, checked with a tonic client: every FBC-column assertion for the
+//! upstream manifests, deprecations, custom schemas and error codes against the server run in
+//! this process ([`InProcess`]); the demo catalog, serving a built database, the cache flags,
+//! fatal start-up errors and graceful shutdown against the real binary.
 #![allow(deprecated)] // GetBundleForChannel is deprecated in the proto, and still used by OLM.
 
 mod common;
@@ -11,16 +12,8 @@ use std::collections::BTreeSet;
 use tokio_stream::StreamExt;
 use tonic::Code;
 
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
-fn upstream_server() -> Server {
-    Server::start(&[shared("upstream-manifests").to_str().unwrap()])
+fn upstream_server() -> InProcess {
+    InProcess::start(&shared("upstream-manifests"))
 }
 
 /// Parses a YAML manifest file into JSON for comparison with csvJson/object.
@@ -432,12 +425,11 @@ fn upstream_manifests_over_grpc() {
             "package \"etcd\", channel \"gamma\" not found"
         );
     });
-    assert_eq!(server.terminate(), Some(0), "SIGTERM must exit 0");
 }
 
 #[test]
 fn deprecations_and_custom_schemas() {
-    let server = Server::start(&[fixture("deprecations").to_str().unwrap()]);
+    let server = InProcess::start(&fixture("deprecations"));
     rt().block_on(async {
         let mut c = server.registry().await;
         let p = c
@@ -637,6 +629,7 @@ fn serving_a_built_database_directly() {
         .await;
         assert_eq!(all.len(), 20);
     });
+    assert_eq!(server.terminate(), Some(0), "SIGTERM must exit 0");
 }
 
 #[test]
@@ -729,7 +722,7 @@ fn cache_dir_flags_follow_opm_semantics() {
 #[test]
 fn synthesized_csvs_served_from_the_store_equal_the_model_wire_form() {
     let src = shared("corpus/community-operators.fbc.json");
-    let cat = opreg::catalog::load_sources(std::slice::from_ref(&src), &mut Vec::new()).unwrap();
+    let cat = opreg::source::load_sources(std::slice::from_ref(&src), &mut Vec::new()).unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let db = tmp.path().join("c.db");
     let (code, _, err) = opreg(&[

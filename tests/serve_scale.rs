@@ -8,17 +8,10 @@ mod common;
 #[allow(dead_code)]
 mod synth;
 
-use common::{fixture, opreg, shared, Server};
+use common::{fixture, opreg, rt, shared, Server};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use tokio_stream::StreamExt;
-
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-}
 
 fn synthetic(dir: &Path, seed: u64, packages: usize) -> PathBuf {
     let p = dir.join(format!("synth-{seed}-{packages}.json"));

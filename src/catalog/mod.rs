@@ -10,15 +10,18 @@
 //! | [`fbc`] | file-based catalogs: JSON object streams and YAML document streams |
 //! | [`manifests`] | package-manifest directories and bundle directories (CSV + CRDs) |
 //! | [`legacy`] | upstream SQLite index databases (schema 0–13) |
-//! | [`crate::store`] | opreg's own built databases |
+//! | [`csv`] | what a ClusterServiceVersion means: the properties and package fields derived from it |
+//!
+//! Telling a SOURCE's format apart and dispatching to these readers (and to the store, for
+//! opreg's own databases) is [`crate::source`]'s job, one layer up.
 
+pub mod csv;
 pub mod fbc;
 pub mod legacy;
 pub mod manifests;
 
-use crate::diag::{Diagnostic, Diagnostics, Rule};
+use crate::diag::{Diagnostic, Rule};
 use crate::model::*;
-use std::path::{Path, PathBuf};
 
 /// One declaration read from a source, before assembly.
 #[derive(Debug, Clone)]
@@ -33,160 +36,10 @@ pub enum Decl {
     Other(Meta),
 }
 
-/// What kind of input a SOURCE is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SourceKind {
-    /// A database written by `opreg ingest`.
-    OpregDb,
-    /// An upstream operator-registry SQLite index.
-    LegacyIndex,
-    /// A tree holding package manifests and/or bundle directories.
-    Manifests,
-    /// A file-based catalog (directory or single file).
-    Fbc,
-}
-
-const SQLITE_MAGIC: &[u8] = b"SQLite format 3\0";
-
-/// Detects the format of a SOURCE path.
-pub fn detect(path: &Path) -> std::io::Result<SourceKind> {
-    let meta = std::fs::metadata(path)?;
-    if meta.is_file() {
-        let mut head = [0u8; 16];
-        let n = {
-            use std::io::Read;
-            let mut f = std::fs::File::open(path)?;
-            f.read(&mut head)?
-        };
-        if n == 16 && head == SQLITE_MAGIC {
-            return Ok(if crate::store::is_opreg_db(path) {
-                SourceKind::OpregDb
-            } else {
-                SourceKind::LegacyIndex
-            });
-        }
-        // A file named like a database is one: reading a damaged copy as FBC would only
-        // report YAML or UTF-8 errors about its bytes.
-        if has_database_name(path) {
-            let what = if meta.len() == 0 {
-                "is empty (0 bytes)".to_string()
-            } else {
-                format!("has no SQLite header ({} bytes)", meta.len())
-            };
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                format!(
-                    "{} {what}: it is not a catalog database (a .db, .sqlite or .sqlite3 SOURCE must be an opreg database or an operator-registry index)",
-                    path.display()
-                ),
-            ));
-        }
-        return Ok(SourceKind::Fbc);
-    }
-    if manifests::looks_like_manifests(path) {
-        Ok(SourceKind::Manifests)
-    } else {
-        Ok(SourceKind::Fbc)
-    }
-}
-
-fn has_database_name(path: &Path) -> bool {
-    path.extension().and_then(|e| e.to_str()).is_some_and(|e| {
-        ["db", "sqlite", "sqlite3"]
-            .iter()
-            .any(|x| e.eq_ignore_ascii_case(x))
-    })
-}
-
-/// Reads SOURCEs (any mix of formats) into one catalog, reporting every problem found.
-/// `warnings` receives non-fatal notes (for example skipped files in manifest trees).
-pub fn load_sources(
-    sources: &[PathBuf],
-    warnings: &mut Vec<Diagnostic>,
-) -> Result<Catalog, Diagnostics> {
-    let (catalog, errors) = load_sources_partial(sources, warnings);
-    if errors.is_empty() {
-        Ok(catalog)
-    } else {
-        Err(Diagnostics(errors))
-    }
-}
-
 /// Receives each bundle as soon as it is read and returns what the catalog keeps of it (for
-/// example a [`Bundle::lightened`] copy, after writing the whole bundle somewhere).
+/// example a light copy, after writing the whole bundle somewhere).
 /// Diagnostics it pushes are reported with the load's.
 pub type BundleSink<'a> = dyn FnMut(Bundle, &mut Vec<Diagnostic>) -> Bundle + 'a;
-
-/// Like [`load_sources`], but always returns what could be assembled, next to the errors, so
-/// that validation can still report every other problem in the same run.
-pub fn load_sources_partial(
-    sources: &[PathBuf],
-    warnings: &mut Vec<Diagnostic>,
-) -> (Catalog, Vec<Diagnostic>) {
-    load_sources_with(sources, warnings, &mut |b, _| b)
-}
-
-/// [`load_sources_partial`], handing every bundle to `sink` as it is read. File-based catalogs
-/// stream: each bundle reaches the sink before the next document is parsed.
-pub fn load_sources_with(
-    sources: &[PathBuf],
-    warnings: &mut Vec<Diagnostic>,
-    sink: &mut BundleSink<'_>,
-) -> (Catalog, Vec<Diagnostic>) {
-    let mut diags = Vec::new();
-    let mut decls = Vec::new();
-    for src in sources {
-        let first_new = decls.len();
-        let kind = match detect(src) {
-            Ok(k) => k,
-            Err(e) => {
-                diags.push(
-                    Diagnostic::error(Rule::Parse, format!("cannot read source: {e}"))
-                        .at(&Origin::file(src.display().to_string())),
-                );
-                continue;
-            }
-        };
-        match kind {
-            SourceKind::Fbc => {
-                decls.extend(fbc::read_path_with(src, &mut diags, &mut *sink));
-                continue;
-            }
-            SourceKind::Manifests => decls.extend(manifests::read_tree(src, &mut diags, warnings)),
-            SourceKind::OpregDb => {
-                match crate::store::Store::open(src).and_then(|s| s.load_catalog()) {
-                    Ok(cat) => decls.extend(decompose(cat)),
-                    Err(e) => diags.push(
-                        Diagnostic::error(Rule::Parse, format!("{e:#}"))
-                            .at(&Origin::file(src.display().to_string())),
-                    ),
-                }
-            }
-            SourceKind::LegacyIndex => match legacy::read_index(src, warnings) {
-                Ok(d) => decls.extend(d),
-                Err(e) => diags.push(
-                    Diagnostic::error(Rule::Parse, format!("{e:#}"))
-                        .at(&Origin::file(src.display().to_string())),
-                ),
-            },
-        }
-        for d in &mut decls[first_new..] {
-            if let Decl::Bundle(b) = d {
-                *b = sink(std::mem::take(b), &mut diags);
-            }
-        }
-    }
-    let catalog = build(decls, &mut diags);
-    diags.retain(|d| {
-        if d.is_error() {
-            true
-        } else {
-            warnings.push(d.clone());
-            false
-        }
-    });
-    (catalog, diags)
-}
 
 /// Splits a catalog back into declarations (used to merge a built DB with other sources).
 pub fn decompose(cat: Catalog) -> Vec<Decl> {

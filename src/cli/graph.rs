@@ -163,19 +163,22 @@ fn resolve_paths(
     from: &str,
 ) -> Result<(Option<Resolution>, Option<Resolution>), String> {
     let channels: Vec<String> = channel.map(|c| vec![c.to_string()]).unwrap_or_default();
-    let run = |semantics: &str| {
-        resolve::Request::parse(
-            &pkg.name,
-            from,
-            channels.clone(),
-            "",
-            "CatalogProvided",
+    let run = |semantics: resolve::Semantics| {
+        let req = resolve::Request {
+            package: pkg.name.clone(),
+            from: from.to_string(),
+            channels: channels.clone(),
+            version_range: None,
+            policy: resolve::Policy::CatalogProvided,
             semantics,
-            "",
-        )
-        .and_then(|req| resolve::resolve(cat as &dyn UpgradeGraph, &req))
+            openshift_version: None,
+        };
+        resolve::resolve(cat as &dyn UpgradeGraph, &req)
     };
-    let (classic, v1) = (run("classic"), run("v1"));
+    let (classic, v1) = (
+        run(resolve::Semantics::Classic),
+        run(resolve::Semantics::V1),
+    );
     match (classic, v1) {
         (Err(c), Err(v)) => Err(if c.to_string() == v.to_string() {
             format!("--from {from:?}: {c}")

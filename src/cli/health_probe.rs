@@ -95,7 +95,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         total += n * scale;
         rest = &rest[unit_len..];
     }
-    Ok(Duration::from_secs_f64(total))
+    Duration::try_from_secs_f64(total).map_err(|_| format!("invalid duration {s:?}"))
 }
 
 /// Parses grpc_health_probe's Go-style flags (`-addr=:50051`, `-addr :50051`, `--addr=...`).

@@ -1,7 +1,7 @@
 //! `opreg ingest`: validate SOURCEs, then write the store atomically.
 
 use crate::diag::Diagnostic;
-use crate::model::{Bundle, Catalog};
+use crate::model::Bundle;
 use crate::store;
 use std::path::{Path, PathBuf};
 
@@ -42,12 +42,9 @@ pub fn run(a: Args) -> i32 {
     }
 }
 
-/// `mi_option_purge_delay` in mimalloc's option enum (v2 and v3 alike).
-const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
-
 /// Reads, validates and stores SOURCEs in one streaming pass, on three threads:
 /// - this one parses and validates, handing each bundle to the writer as soon as it is read
-///   and keeping only a light copy ([`Bundle::lightened`]), so memory stays far below the size
+///   and keeping only a light copy ([`crate::validate::bundle_rules_then_lighten`]), so memory stays far below the size
 ///   of the catalog;
 /// - the writer puts the bundles' rows into the new database as they arrive;
 /// - a third hashes the sources for the database's `source_digest`.
@@ -60,15 +57,12 @@ pub fn ingest(
     output: &Path,
     progress: bool,
     quiet: bool,
-) -> Result<Catalog, i32> {
+) -> Result<crate::validate::ValidCatalog, i32> {
     let fail = |e: anyhow::Error| {
         eprintln!("error: {e:#}");
         super::EXIT_FAILURE
     };
-    // Return freed memory to the OS at once (mimalloc's default is to hold it for 10 ms), so the
-    // peak stays near what is live. Harmless when another allocator is in use.
-    // SAFETY: sets a process-wide allocator option; no memory is touched.
-    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) };
+    super::return_freed_memory_at_once();
     let started = std::time::Instant::now();
     let builder = store::Builder::create(output).map_err(fail)?;
     let (tx, rx) = std::sync::mpsc::sync_channel::<Bundle>(64);
@@ -82,8 +76,7 @@ pub fn ingest(
             Ok(builder)
         });
         let mut sink = |b: Bundle, diags: &mut Vec<Diagnostic>| {
-            crate::validate::bundle_rules(&b, diags);
-            let light = b.lightened();
+            let light = crate::validate::bundle_rules_then_lighten(&b, diags);
             // If the writer has stopped, its error is reported below.
             let _ = tx.send(b);
             light

@@ -11,11 +11,24 @@ pub mod serve;
 pub mod upgrade;
 pub mod validate;
 
-use crate::diag::Diagnostic;
-use crate::model::Catalog;
+use crate::validate::ValidCatalog;
 use clap::{Parser, Subcommand, ValueEnum};
 use std::io::IsTerminal;
 use std::path::PathBuf;
+
+/// `mi_option_purge_delay` in mimalloc's option enum (v2 and v3 alike).
+const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+
+/// The allocator settings every long-running command shares: return freed memory to the OS at
+/// once (mimalloc's default is to hold it for 10 ms, and to purge only when the freeing thread
+/// allocates again). Ingest's peak then stays near what is live; a server's idle blocking
+/// threads do not keep the memory of a burst of large responses (70 MB RSS 15 s after 64
+/// callers of GetBundleThatReplaces on the community catalog, against 29 MB with this).
+/// Harmless when another allocator is in use.
+pub(crate) fn return_freed_memory_at_once() {
+    // SAFETY: sets a process-wide allocator option; no memory is touched.
+    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) };
+}
 
 /// Exit codes.
 pub const EXIT_OK: i32 = 0;
@@ -122,18 +135,18 @@ pub fn show_progress(quiet: bool) -> bool {
 }
 
 /// Reads and validates SOURCEs, printing every diagnostic to stderr. `Err` carries the exit code.
-pub fn load_valid(sources: &[PathBuf], progress: bool, quiet: bool) -> Result<Catalog, i32> {
+pub fn load_valid(sources: &[PathBuf], progress: bool, quiet: bool) -> Result<ValidCatalog, i32> {
     load_valid_with(sources, progress, quiet, &mut |b, _| b)
 }
 
 /// [`load_valid`], handing each bundle to `sink` as it is read
-/// ([`crate::catalog::load_sources_with`]).
+/// ([`crate::source::load_sources_with`]).
 pub fn load_valid_with(
     sources: &[PathBuf],
     progress: bool,
     quiet: bool,
     sink: &mut crate::catalog::BundleSink<'_>,
-) -> Result<Catalog, i32> {
+) -> Result<ValidCatalog, i32> {
     let spinner = progress.then(|| {
         let pb = indicatif::ProgressBar::new_spinner();
         pb.set_message("reading sources");
@@ -141,20 +154,11 @@ pub fn load_valid_with(
         pb
     });
     let mut warnings = Vec::new();
-    let (cat, mut errors) = crate::catalog::load_sources_with(sources, &mut warnings, sink);
+    let (cat, mut errors) = crate::source::load_sources_with(sources, &mut warnings, sink);
     if let Some(pb) = &spinner {
         pb.set_message("validating");
     }
-    let (errs, warns): (Vec<Diagnostic>, Vec<Diagnostic>) = crate::validate::validate(&cat)
-        .into_iter()
-        .partition(|d| d.is_error());
-    errors.extend(errs);
-    warnings.extend(warns);
-    let result = if errors.is_empty() {
-        Ok(cat)
-    } else {
-        Err(errors)
-    };
+    let result = crate::validate::check(cat, &mut errors, &mut warnings);
     if let Some(pb) = spinner {
         pb.finish_and_clear();
     }
@@ -165,7 +169,7 @@ pub fn load_valid_with(
     }
     match result {
         Ok(cat) => Ok(cat),
-        Err(errors) => {
+        Err(_) => {
             for e in &errors {
                 eprintln!("{e}");
             }

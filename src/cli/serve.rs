@@ -10,16 +10,13 @@
 //! `serve /configs --fallback-demo ...`, so the bare image serves the demo and a catalog image
 //! built on it serves its `/configs`.
 
-use crate::catalog::SourceKind;
+use crate::source::SourceKind;
 use crate::store::Store;
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 const CACHE_DB: &str = "opreg-catalog.db";
-
-/// `mi_option_purge_delay` in mimalloc's option enum (v2 and v3 alike; as in `cli::ingest`).
-const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 
 /// Serve a catalog over the operator-registry gRPC API (a drop-in for `opm serve`).
 ///
@@ -62,8 +59,8 @@ pub struct Args {
     #[arg(long)]
     pub fallback_demo: bool,
     /// Seconds in-flight calls may run after SIGTERM/SIGINT before the server exits.
-    #[arg(long, default_value_t = 10.0, value_name = "SECONDS")]
-    pub grace_period: f64,
+    #[arg(long, default_value = "10", value_name = "SECONDS", value_parser = parse_seconds)]
+    pub grace_period: Duration,
     /// Worker threads answering requests [default: the number of cores available to the
     /// process]. A replica is read-only: scale out with more replicas rather than threads.
     #[arg(long, env = "OPREG_THREADS", value_name = "N",
@@ -73,12 +70,7 @@ pub struct Args {
 
 pub fn run(a: Args) -> i32 {
     disable_transparent_huge_pages();
-    // Return freed memory to the OS at once, as ingest does. mimalloc purges held memory only
-    // when the freeing thread allocates again, so after a burst of large responses the idle
-    // blocking threads kept it: 70 MB RSS 15 s after 64 callers of GetBundleThatReplaces on
-    // the community catalog, against 29 MB with this.
-    // SAFETY: sets a process-wide allocator option; no memory is touched.
-    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) };
+    super::return_freed_memory_at_once();
     let workers = a.threads.map(usize::from).unwrap_or_else(|| {
         std::thread::available_parallelism()
             .map(|n| n.get())
@@ -149,16 +141,36 @@ async fn run_async(mut a: Args) -> Result<()> {
     let listener = crate::server::bind(a.port).await?;
     let opts = crate::server::Options {
         port: a.port,
-        grace: Duration::from_secs_f64(a.grace_period.max(0.0)),
+        grace: a.grace_period,
     };
     let (src, dir) = (a.source.clone(), a.cache_dir.clone());
-    crate::server::serve(listener, opts, move || {
+    // The temporary directory holding the database (no --cache-dir) lives as long as the
+    // server: it is removed when serve returns, after a clean shutdown or a failure.
+    let temp_dir = std::sync::Arc::new(std::sync::Mutex::new(None));
+    let keep = temp_dir.clone();
+    let served = crate::server::serve(listener, opts, move || {
         let (store, tmp) = prepare(src.as_deref(), dir.as_deref(), enforce)?;
-        // The temporary directory must outlive the server; it is removed at process exit.
-        std::mem::forget(tmp);
+        if let Ok(mut k) = keep.lock() {
+            *k = tmp;
+        }
         Ok(store)
     })
-    .await
+    .await;
+    drop(temp_dir);
+    served
+}
+
+/// A number of seconds, at least 0 and at most a year (so `inf`, `nan` and `-1` are usage
+/// errors, not a panic).
+fn parse_seconds(s: &str) -> Result<Duration, String> {
+    let secs: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?} is not a number of seconds"))?;
+    if !(0.0..=365.0 * 86400.0).contains(&secs) {
+        return Err(format!("{s:?} must be between 0 and 31536000 seconds"));
+    }
+    Ok(Duration::from_secs_f64(secs))
 }
 
 /// SOURCE, or `None` (the demo) when `fallback_demo` is set and SOURCE does not exist.
@@ -186,7 +198,7 @@ fn prepare(
     enforce: bool,
 ) -> Result<(Store, Option<TempDirGuard>)> {
     if let Some(src) = source {
-        if crate::catalog::detect(src).with_context(|| format!("cannot read {}", src.display()))?
+        if crate::source::detect(src).with_context(|| format!("cannot read {}", src.display()))?
             == SourceKind::OpregDb
         {
             return Ok((Store::open_unverified(src)?, None));
@@ -238,19 +250,12 @@ fn prepare(
         crate::demo::catalog().map_err(|d| anyhow::anyhow!("demo catalog is invalid: {d}"))?
     } else {
         let mut warnings = Vec::new();
-        let cat = crate::catalog::load_sources(&sources, &mut warnings)
-            .map_err(|d| anyhow::anyhow!("{d}"))?;
+        let (cat, mut errors) = crate::source::load_sources_partial(&sources, &mut warnings);
+        let valid = crate::validate::check(cat, &mut errors, &mut warnings);
         for w in warnings {
             tracing::warn!("{w}");
         }
-        let errors: Vec<_> = crate::validate::validate(&cat)
-            .into_iter()
-            .filter(|d| d.is_error())
-            .collect();
-        if !errors.is_empty() {
-            bail!("{}", crate::diag::Diagnostics(errors));
-        }
-        cat
+        valid.map_err(|_| anyhow::anyhow!("{}", crate::diag::Diagnostics(errors)))?
     };
     crate::store::write_catalog(&cat, &db, &digest, &mut |_, _| {})?;
     make_world_readable(&db);

@@ -72,21 +72,22 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> i32 {
-    let req = match resolve::Request::parse(
-        &a.package,
-        &a.from,
-        a.channels.clone(),
-        a.version_range.as_deref().unwrap_or(""),
-        &a.policy,
-        &a.semantics,
-        a.openshift_version.as_deref().unwrap_or(""),
-    ) {
-        Ok(r) => r,
-        Err(e) => return fail(&e),
+    let (policy, semantics) = match (a.policy.parse(), a.semantics.parse()) {
+        (Ok(p), Ok(s)) => (p, s),
+        (Err(e), _) | (_, Err(e)) => return fail(&e),
+    };
+    let req = resolve::Request {
+        package: a.package.clone(),
+        from: a.from.clone(),
+        channels: a.channels.clone(),
+        version_range: a.version_range.clone().filter(|r| !r.trim().is_empty()),
+        policy,
+        semantics,
+        openshift_version: a.openshift_version.clone().filter(|v| !v.trim().is_empty()),
     };
     let result = if a.demo {
         match crate::demo::catalog() {
-            Ok(cat) => resolve::resolve(&cat, &req).map_err(Into::into),
+            Ok(cat) => resolve::resolve(&*cat, &req).map_err(Into::into),
             Err(d) => {
                 eprintln!("{d}");
                 return super::EXIT_FAILURE;
@@ -135,7 +136,7 @@ impl From<resolve::ResolveError> for ResolveOrExit {
 
 fn from_sources(sources: &[PathBuf], req: &resolve::Request) -> Result<Resolution, ResolveOrExit> {
     let cat = super::load_valid(sources, false, true).map_err(ResolveOrExit::Exit)?;
-    Ok(resolve::resolve(&cat, req)?)
+    Ok(resolve::resolve(&*cat, req)?)
 }
 
 fn fail(e: &dyn std::fmt::Display) -> i32 {

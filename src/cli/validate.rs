@@ -21,7 +21,7 @@ pub fn run(a: Args) -> i32 {
     match super::load_valid(&a.sources, super::show_progress(a.quiet), a.quiet) {
         Ok(cat) => {
             if a.upgrades && !a.quiet {
-                for w in crate::graph::resolve::lint(&cat) {
+                for w in crate::validate::upgrade_lint::lint(&cat) {
                     eprintln!("{w}");
                 }
             }

@@ -10,11 +10,10 @@
 //! The range grammars live in [`blang`] (skipRange, classic and v1) and [`masterminds`]
 //! (OLM v1 version constraints).
 
-pub mod blang;
-pub mod masterminds;
 pub mod resolve;
 
 use crate::model::{Channel, ChannelEntry, Package};
+use crate::version::blang;
 use semver::Version;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
@@ -181,32 +180,77 @@ pub struct Walk {
     pub stranded: Vec<String>,
 }
 
-/// Walks `replaces` from `head`, stopping at a skipped name or a name outside the channel.
-pub fn replaces_walk(ch: &Channel, head: &str) -> Walk {
-    let by_name: HashMap<&str, &ChannelEntry> =
-        ch.entries.iter().map(|e| (e.name.as_str(), e)).collect();
-    let skipped: HashSet<&str> = ch
-        .entries
+/// An iterator over a `replaces` chain: yields `start`, then whatever `step` says the last item
+/// replaces, until `step` returns `None` or an item comes round again (a cycle: the walk stops
+/// and [`ReplacesWalk::repeated`] names the item that closed it). Every reader and rule that
+/// walks `replaces` from a head walks it with this.
+pub struct ReplacesWalk<T, F> {
+    next: Option<T>,
+    seen: HashSet<T>,
+    step: F,
+    /// The item met a second time, when the walk ended on a cycle.
+    pub repeated: Option<T>,
+}
+
+/// Walks from `start` (nothing when `None`) with `step` (see [`ReplacesWalk`]).
+pub fn walk_replaces<T, F>(start: Option<T>, step: F) -> ReplacesWalk<T, F>
+where
+    T: Clone + Eq + std::hash::Hash,
+    F: FnMut(&T) -> Option<T>,
+{
+    ReplacesWalk {
+        next: start,
+        seen: HashSet::new(),
+        step,
+        repeated: None,
+    }
+}
+
+impl<T, F> Iterator for ReplacesWalk<T, F>
+where
+    T: Clone + Eq + std::hash::Hash,
+    F: FnMut(&T) -> Option<T>,
+{
+    type Item = T;
+    fn next(&mut self) -> Option<T> {
+        let cur = self.next.take()?;
+        if !self.seen.insert(cur.clone()) {
+            self.repeated = Some(cur);
+            return None;
+        }
+        self.next = (self.step)(&cur);
+        Some(cur)
+    }
+}
+
+fn by_name(ch: &Channel) -> HashMap<&str, &ChannelEntry> {
+    ch.entries.iter().map(|e| (e.name.as_str(), e)).collect()
+}
+
+fn skipped(ch: &Channel) -> HashSet<&str> {
+    ch.entries
         .iter()
         .flat_map(|e| e.skips.iter().map(String::as_str))
-        .collect();
-    let mut walk = Walk::default();
-    let mut cur = head;
-    let mut pos: HashMap<&str, usize> = HashMap::new();
-    loop {
-        if let Some(&i) = pos.get(cur) {
-            let mut cyc: Vec<String> = walk.chain[i..].to_vec();
-            cyc.push(cur.to_string());
-            walk.cycle = Some(cyc);
-            break;
-        }
-        pos.insert(cur, walk.chain.len());
-        walk.chain.push(cur.to_string());
-        let next = by_name[cur].replaces.as_str();
-        if next.is_empty() || skipped.contains(next) || !by_name.contains_key(next) {
-            break;
-        }
-        cur = next;
+        .collect()
+}
+
+/// Walks `replaces` from `head`, stopping at a skipped name or a name outside the channel.
+pub fn replaces_walk(ch: &Channel, head: &str) -> Walk {
+    let by_name = by_name(ch);
+    let skipped = skipped(ch);
+    let mut it = walk_replaces(Some(head), |cur: &&str| {
+        let next = by_name.get(cur).map_or("", |e| e.replaces.as_str());
+        (!next.is_empty() && !skipped.contains(next) && by_name.contains_key(next)).then_some(next)
+    });
+    let mut walk = Walk {
+        chain: it.by_ref().map(str::to_string).collect(),
+        ..Walk::default()
+    };
+    if let Some(again) = it.repeated {
+        let i = walk.chain.iter().position(|n| n == again).unwrap_or(0);
+        let mut cyc = walk.chain[i..].to_vec();
+        cyc.push(again.to_string());
+        walk.cycle = Some(cyc);
     }
     let on_chain: HashSet<&str> = walk.chain.iter().map(String::as_str).collect();
     let mut stranded: Vec<String> = ch
@@ -222,58 +266,38 @@ pub fn replaces_walk(ch: &Channel, head: &str) -> Walk {
     walk
 }
 
-/// Classic OLM's ordered chain: walk `replaces` from the head, leaving out skipped entries
-/// (they can never be installed as targets). Entries the walk does not reach are left out too.
-pub fn classic_chain(ch: &Channel) -> Vec<&str> {
+/// The replaces chain from the channel's unique head (skipped entries included), as far as it
+/// stays inside the channel; empty when the channel has no unique head.
+fn head_chain(ch: &Channel) -> Vec<&str> {
     let Head::One(head) = channel_head(ch) else {
         return Vec::new();
     };
-    let by_name: HashMap<&str, &ChannelEntry> =
-        ch.entries.iter().map(|e| (e.name.as_str(), e)).collect();
-    let skipped: HashSet<&str> = ch
-        .entries
-        .iter()
-        .flat_map(|e| e.skips.iter().map(String::as_str))
-        .collect();
-    let mut out = Vec::new();
-    let mut seen = HashSet::new();
-    let mut cur = Some(head);
-    while let Some(name) = cur {
-        if !seen.insert(name) {
-            break;
-        }
-        if !skipped.contains(name) {
-            out.push(name);
-        }
-        cur = by_name
-            .get(name)
+    let by_name = by_name(ch);
+    walk_replaces(Some(head), |n: &&str| {
+        by_name
+            .get(n)
             .map(|e| e.replaces.as_str())
-            .filter(|r| by_name.contains_key(r));
-    }
-    out
+            .filter(|r| by_name.contains_key(r))
+    })
+    .collect()
+}
+
+/// Classic OLM's ordered chain: walk `replaces` from the head, leaving out skipped entries
+/// (they can never be installed as targets). Entries the walk does not reach are left out too.
+pub fn classic_chain(ch: &Channel) -> Vec<&str> {
+    let skipped = skipped(ch);
+    head_chain(ch)
+        .into_iter()
+        .filter(|n| !skipped.contains(n))
+        .collect()
 }
 
 /// A total order of a channel's entries by distance from the head: the replaces walk from the
 /// head first (skipped entries included), then any other entry by name. "Closest to the head"
 /// everywhere in opreg means "lowest position" here.
 pub fn channel_order(ch: &Channel) -> Vec<&str> {
-    let by_name: HashMap<&str, &ChannelEntry> =
-        ch.entries.iter().map(|e| (e.name.as_str(), e)).collect();
-    let mut out: Vec<&str> = Vec::new();
-    let mut seen = HashSet::new();
-    if let Head::One(head) = channel_head(ch) {
-        let mut cur = Some(head);
-        while let Some(name) = cur {
-            if !seen.insert(name) {
-                break;
-            }
-            out.push(name);
-            cur = by_name
-                .get(name)
-                .map(|e| e.replaces.as_str())
-                .filter(|r| by_name.contains_key(r));
-        }
-    }
+    let mut out = head_chain(ch);
+    let seen: HashSet<&str> = out.iter().copied().collect();
     let mut rest: Vec<&str> = ch
         .entries
         .iter()
@@ -291,12 +315,7 @@ mod tests {
     use super::*;
 
     fn entry(name: &str, replaces: &str, skips: &[&str], range: &str) -> ChannelEntry {
-        ChannelEntry {
-            name: name.into(),
-            replaces: replaces.into(),
-            skips: skips.iter().map(|s| s.to_string()).collect(),
-            skip_range: range.into(),
-        }
+        ChannelEntry::new(name, replaces, skips, range)
     }
 
     fn etcd_alpha() -> Channel {

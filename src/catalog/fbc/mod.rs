@@ -1,0 +1,117 @@
+//! File-based catalogs (FBC): reading JSON/YAML meta streams, and writing them back (render).
+//!
+//! | file | owns |
+//! |---|---|
+//! | `mod.rs` | walking a tree in lexical order, honouring `.indexignore` files (gitignore syntax, scoped to their directory), and reading each file |
+//! | [`stream`] | splitting a file into metas: a JSON object stream (first non-space byte `{`), read in chunks when large, or a YAML multi-document stream |
+//! | [`decode`] | typing the four OLM schemas into [`Decl`]s, with top-level keys compared case-insensitively; everything else becomes a custom [`Meta`] |
+//! | [`render`] | writing a catalog back as FBC JSON or YAML |
+
+pub mod decode;
+pub mod render;
+pub mod stream;
+
+pub use decode::to_decl;
+pub use render::{render, RenderFormat};
+pub use stream::{decode_bytes, decode_file_chunked};
+
+use super::Decl;
+use crate::diag::{Diagnostic, Rule};
+use crate::model::*;
+use serde_json::{Map, Value};
+use std::path::Path;
+use stream::{for_each_meta, read_streaming};
+
+/// One decoded document, before typing.
+#[derive(Debug, Clone)]
+pub struct RawMeta {
+    pub schema: String,
+    pub package: String,
+    pub name: String,
+    pub value: Map<String, Value>,
+    pub origin: Origin,
+}
+
+/// Reads every meta of an FBC directory tree (or a single file).
+pub fn read_path(root: &Path, diags: &mut Vec<Diagnostic>) -> Vec<Decl> {
+    read_path_with(root, diags, &mut |b, _| b)
+}
+
+/// [`read_path`], handing each bundle to `sink` as soon as it is decoded.
+pub fn read_path_with(
+    root: &Path,
+    diags: &mut Vec<Diagnostic>,
+    sink: &mut super::BundleSink<'_>,
+) -> Vec<Decl> {
+    let mut decls = Vec::new();
+    if root.is_file() {
+        read_file(root, &mut decls, diags, &mut *sink);
+        return decls;
+    }
+    let walker = ignore::WalkBuilder::new(root)
+        .standard_filters(false)
+        .add_custom_ignore_filename(".indexignore")
+        .sort_by_file_name(|a, b| a.cmp(b))
+        .build();
+    for entry in walker {
+        match entry {
+            Ok(e) => {
+                let is_file = e.file_type().map(|t| !t.is_dir()).unwrap_or(false);
+                if is_file && e.file_name() != ".indexignore" {
+                    read_file(e.path(), &mut decls, diags, &mut *sink);
+                }
+            }
+            Err(err) => diags.push(Diagnostic::error(
+                Rule::Parse,
+                format!("cannot walk {}: {err}", root.display()),
+            )),
+        }
+    }
+    decls
+}
+
+/// Files above this size are read in chunks of this size when they hold a JSON stream, so a
+/// large catalog never sits in memory whole.
+const CHUNK: usize = 1 << 20;
+
+fn read_file(
+    path: &Path,
+    decls: &mut Vec<Decl>,
+    diags: &mut Vec<Diagnostic>,
+    bundle_sink: &mut super::BundleSink<'_>,
+) {
+    let display = path.display().to_string();
+    // Each document is typed as soon as it is parsed, so only one document's generic tree is
+    // alive at a time. A stream error drops the whole file, as upstream does.
+    let mut typed = Vec::new();
+    let mut errs = Vec::new();
+    let mut sink = |raw: RawMeta| match to_decl(raw, &mut errs) {
+        Some(Decl::Bundle(b)) => typed.push(Decl::Bundle(bundle_sink(b, &mut errs))),
+        Some(d) => typed.push(d),
+        None => {}
+    };
+    let ok = match read_streaming(path, &display, CHUNK, diags, &mut sink) {
+        Ok(Some(ok)) => ok,
+        Ok(None) => match std::fs::read(path) {
+            Ok(bytes) => for_each_meta(&bytes, &display, diags, &mut sink),
+            Err(e) => {
+                diags.push(
+                    Diagnostic::error(Rule::Parse, format!("cannot read file: {e}"))
+                        .at(&Origin::file(&display)),
+                );
+                false
+            }
+        },
+        Err(e) => {
+            diags.push(
+                Diagnostic::error(Rule::Parse, format!("cannot read file: {e}"))
+                    .at(&Origin::file(&display)),
+            );
+            false
+        }
+    };
+    if ok {
+        decls.append(&mut typed);
+        diags.append(&mut errs);
+    }
+}

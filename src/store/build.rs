@@ -1,0 +1,336 @@
+//! Writing a validated catalog: a temp file beside the output, filled (bundles possibly while
+//! the catalog is still being read), synced and renamed into place; temp files of killed
+//! ingests are cleaned up.
+
+use super::{FORMAT_KEY, FORMAT_VALUE, MIGRATIONS_DIR};
+use crate::api;
+use crate::graph;
+use crate::model::*;
+use crate::validate::ValidCatalog;
+use anyhow::{bail, Context, Result};
+use prost::Message;
+use rusqlite::{params, Connection, OptionalExtension};
+use std::path::{Path, PathBuf};
+
+fn props_json(props: &[Property]) -> String {
+    let pairs: Vec<(&str, &str)> = props
+        .iter()
+        .map(|p| (p.r#type.as_str(), p.value.as_str()))
+        .collect();
+    serde_json::to_string(&pairs).expect("serializing strings cannot fail")
+}
+
+/// Writes a validated catalog to `output` atomically: a temp file in the same directory is
+/// filled, synced and renamed over `output`. On any error `output` is left as it was.
+/// `progress(done, total)` is called as packages are written.
+pub fn write_catalog(
+    cat: &ValidCatalog,
+    output: &Path,
+    source_digest: &str,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<()> {
+    Builder::create(output)?.finish(cat, source_digest, progress)
+}
+
+/// A database being built: a temp file beside the output with the schema applied and one
+/// transaction open. Bundles can be added while the catalog is still being read (a streaming
+/// ingest hands each one over as it is parsed and keeps only a light copy); [`Builder::finish`]
+/// writes the rest from the validated catalog and moves the file into place. Dropping a
+/// builder deletes its temp file, so nothing is ever left under the output's name.
+pub struct Builder {
+    tmp: tempfile::NamedTempFile,
+    output: PathBuf,
+    dir: PathBuf,
+    conn: Connection,
+    /// (package, name) of every bundle row written so far.
+    added: std::collections::HashSet<(String, String)>,
+}
+
+impl Builder {
+    pub fn create(output: &Path) -> Result<Builder> {
+        let dir = match output.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let tmp = tempfile::Builder::new()
+            .prefix(".opreg-ingest-")
+            .suffix(".db.tmp")
+            .tempfile_in(&dir)
+            .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
+        // Held until the builder is gone: marks the file as belonging to a live ingest
+        // (remove_stale_temp_files).
+        tmp.as_file()
+            .try_lock()
+            .with_context(|| format!("cannot lock {}", tmp.path().display()))?;
+        let mut conn = Connection::open(tmp.path())?;
+        // Bundles may arrive before their package: the catalog's consistency is checked by
+        // validation, not by foreign keys.
+        conn.execute_batch(
+            "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA foreign_keys = OFF;",
+        )?;
+        let migrations = rusqlite_migration::Migrations::from_directory(&MIGRATIONS_DIR)
+            .map_err(|e| anyhow::anyhow!("bad embedded migrations: {e}"))?;
+        migrations
+            .to_latest(&mut conn)
+            .context("applying schema migrations")?;
+        conn.execute_batch("BEGIN")?;
+        Ok(Builder {
+            tmp,
+            output: output.to_path_buf(),
+            dir,
+            conn,
+            added: Default::default(),
+        })
+    }
+
+    /// Writes one bundle's rows: the bundle with its wire form (without deprecation, which
+    /// [`Builder::finish`] adds), properties, related images and provided APIs. A second bundle
+    /// with the same package and name is ignored here; validation reports it.
+    pub fn add_bundle(&mut self, b: &Bundle) -> Result<()> {
+        add_bundle_rows(&self.conn, b, None)?;
+        self.added.insert((b.package.clone(), b.name.clone()));
+        Ok(())
+    }
+
+    /// Writes everything else from the validated catalog, commits, syncs and renames the file
+    /// over the output.
+    pub fn finish(
+        self,
+        cat: &ValidCatalog,
+        digest: &str,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<()> {
+        let Builder {
+            tmp,
+            output,
+            dir,
+            conn,
+            added,
+        } = self;
+        fill(&conn, cat, &added, digest, progress)?;
+        conn.execute_batch("COMMIT; ANALYZE;")?;
+        // Keep sqlite_stat1 (row counts) but not the per-value samples: with sqlite_stat4 present
+        // SQLite re-prepares every statement whose bound value meets an indexed column, which
+        // was a fifth of the server's CPU on bundle lookups.
+        let stat4: bool = conn.query_row(
+            "SELECT count(*) > 0 FROM sqlite_schema WHERE name = 'sqlite_stat4'",
+            [],
+            |r| r.get(0),
+        )?;
+        if stat4 {
+            conn.execute_batch("DELETE FROM sqlite_stat4;")?;
+        }
+        conn.close().map_err(|(_, e)| e)?;
+        tmp.as_file().sync_all()?;
+        tmp.persist(&output).with_context(|| {
+            format!(
+                "cannot move the new database into place at {}",
+                output.display()
+            )
+        })?;
+        if let Ok(d) = std::fs::File::open(&dir) {
+            let _ = d.sync_all();
+        }
+        remove_stale_temp_files(&dir);
+        Ok(())
+    }
+}
+
+/// Deletes the temp files that killed ingests left in `dir`. A live builder holds an exclusive
+/// lock on its temp file, so one whose lock can be taken, and that nobody has written for a
+/// minute, belongs to no running ingest.
+fn remove_stale_temp_files(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        if !(name.starts_with(".opreg-ingest-") && name.ends_with(".db.tmp")) {
+            continue;
+        }
+        let idle = e
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|d| d > std::time::Duration::from_secs(60));
+        if !idle {
+            continue;
+        }
+        let Ok(f) = std::fs::File::open(e.path()) else {
+            continue;
+        };
+        if f.try_lock().is_ok() {
+            tracing::info!(file = %e.path().display(), "removed a temp file left by an interrupted ingest");
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+}
+
+fn add_bundle_rows(conn: &Connection, b: &Bundle, deprecation: Option<&str>) -> Result<()> {
+    let wire = crate::wire::to_wire(b, deprecation);
+    let n = conn
+        .prepare_cached("INSERT OR IGNORE INTO bundle (package, name, version, image, deprecation, wire_core, wire_manifests, csv_synth) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)")?
+        .execute(params![
+            b.package,
+            b.name,
+            b.version(),
+            b.image,
+            deprecation,
+            wire.core.encode_to_vec(),
+            wire.manifests.encode_to_vec(),
+            wire.csv_synth,
+        ])?;
+    if n == 0 {
+        return Ok(());
+    }
+    let id = conn.last_insert_rowid();
+    let mut ins_prop = conn.prepare_cached(
+        "INSERT INTO bundle_property (bundle_id, seq, type, value) VALUES (?1, ?2, ?3, ?4)",
+    )?;
+    for (seq, p) in b.properties.iter().enumerate() {
+        ins_prop.execute(params![id, seq as i64, p.r#type, p.value])?;
+    }
+    let mut ins_img = conn.prepare_cached(
+        "INSERT INTO related_image (bundle_id, seq, name, image) VALUES (?1, ?2, ?3, ?4)",
+    )?;
+    for (seq, r) in b.related_images.iter().enumerate() {
+        ins_img.execute(params![id, seq as i64, r.name, r.image])?;
+    }
+    let mut ins_api = conn.prepare_cached("INSERT OR IGNORE INTO provided_api (api_group, version, kind, bundle_id) VALUES (?1, ?2, ?3, ?4)")?;
+    for g in b.gvks(prop::GVK) {
+        ins_api.execute(params![g.group, g.version, g.kind, id])?;
+    }
+    Ok(())
+}
+
+/// Sets the deprecation of a bundle written before its package's deprecations were known.
+fn set_bundle_deprecation(conn: &Connection, package: &str, name: &str, msg: &str) -> Result<()> {
+    let core: Option<Vec<u8>> = conn
+        .prepare_cached("SELECT wire_core FROM bundle WHERE package = ?1 AND name = ?2")?
+        .query_row([package, name], |r| r.get(0))
+        .optional()?;
+    let Some(core) = core else {
+        return Ok(());
+    };
+    let mut b = api::Bundle::decode(core.as_slice())?;
+    b.deprecation = Some(api::Deprecation {
+        message: msg.to_string(),
+    });
+    conn.prepare_cached(
+        "UPDATE bundle SET deprecation = ?3, wire_core = ?4 WHERE package = ?1 AND name = ?2",
+    )?
+    .execute(params![package, name, msg, b.encode_to_vec()])?;
+    Ok(())
+}
+
+fn fill(
+    conn: &Connection,
+    cat: &Catalog,
+    added: &std::collections::HashSet<(String, String)>,
+    digest: &str,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<()> {
+    let tx = conn;
+    {
+        let mut info = tx.prepare("INSERT INTO catalog_info (key, value) VALUES (?1, ?2)")?;
+        info.execute([FORMAT_KEY, FORMAT_VALUE])?;
+        info.execute(["opreg_version", env!("CARGO_PKG_VERSION")])?;
+        info.execute(["source_digest", digest])?;
+        info.execute(["packages", &cat.packages.len().to_string()])?;
+        info.execute(["bundles", &cat.bundle_count().to_string()])?;
+        info.execute(["entries", &cat.entry_count().to_string()])?;
+
+        let mut ins_pkg = tx.prepare("INSERT INTO package (name, default_channel, description, icon_data, icon_mediatype, properties, deprecation) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")?;
+        let mut ins_ch = tx.prepare("INSERT INTO channel (package, name, head, properties, deprecation) VALUES (?1, ?2, ?3, ?4, ?5)")?;
+        let mut ins_entry = tx.prepare("INSERT INTO channel_entry (package, channel, bundle, seq, position, replaces, skips, skip_range) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)")?;
+        let mut ins_edge = tx.prepare("INSERT OR IGNORE INTO edge (package, channel, from_bundle, to_bundle, kind, synthetic) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")?;
+        let mut ins_dep = tx.prepare("INSERT INTO deprecation_entry (package, seq, schema, name, message) VALUES (?1, ?2, ?3, ?4, ?5)")?;
+
+        let total = cat.packages.len() as u64;
+        for (i, pkg) in cat.packages.values().enumerate() {
+            ins_pkg.execute(params![
+                pkg.name,
+                pkg.default_channel,
+                pkg.description,
+                pkg.icon.as_ref().map(|i| &i.base64data),
+                pkg.icon.as_ref().map(|i| &i.mediatype),
+                props_json(&pkg.properties),
+                pkg.package_deprecation(),
+            ])?;
+            let versions = graph::Versions::of(pkg);
+            for ch in pkg.channels.values() {
+                let order = graph::channel_order(ch);
+                let head = order.first().copied().unwrap_or("");
+                ins_ch.execute(params![
+                    pkg.name,
+                    ch.name,
+                    head,
+                    props_json(&ch.properties),
+                    pkg.channel_deprecation(&ch.name)
+                ])?;
+                let position: std::collections::HashMap<&str, usize> =
+                    order.iter().enumerate().map(|(i, n)| (*n, i)).collect();
+                for (seq, e) in ch.entries.iter().enumerate() {
+                    ins_entry.execute(params![
+                        pkg.name,
+                        ch.name,
+                        e.name,
+                        seq as i64,
+                        position
+                            .get(e.name.as_str())
+                            .copied()
+                            .unwrap_or(usize::MAX >> 1) as i64,
+                        e.replaces,
+                        serde_json::to_string(&e.skips)?,
+                        e.skip_range,
+                    ])?;
+                }
+                for edge in graph::channel_edges(&versions, ch) {
+                    let synthetic = !pkg.bundles.contains_key(&edge.to);
+                    ins_edge.execute(params![
+                        pkg.name,
+                        ch.name,
+                        edge.from,
+                        edge.to,
+                        edge.kind.as_str(),
+                        synthetic
+                    ])?;
+                }
+            }
+            for b in pkg.bundles.values() {
+                let deprecation = pkg.bundle_deprecation(&b.name);
+                if added.contains(&(b.package.clone(), b.name.clone())) {
+                    if let Some(msg) = deprecation {
+                        set_bundle_deprecation(tx, &b.package, &b.name, msg)?;
+                    }
+                } else if b.is_light() {
+                    bail!("bundle {} of package {} was not stored", b.name, b.package);
+                } else {
+                    add_bundle_rows(tx, b, deprecation)?;
+                }
+            }
+            if let Some(d) = &pkg.deprecations {
+                for (seq, e) in d.entries.iter().enumerate() {
+                    ins_dep.execute(params![pkg.name, seq as i64, e.schema, e.name, e.message])?;
+                }
+            }
+            progress(i as u64 + 1, total);
+        }
+        let mut ins_meta = tx.prepare(
+            "INSERT INTO custom_meta (schema, package, name, blob) VALUES (?1, ?2, ?3, ?4)",
+        )?;
+        for m in &cat.others {
+            ins_meta.execute(params![m.schema, m.package, m.name, m.blob])?;
+        }
+    }
+    let stored: i64 = tx.query_row("SELECT count(*) FROM bundle", [], |r| r.get(0))?;
+    if stored as usize != cat.bundle_count() {
+        bail!(
+            "internal error: {stored} bundles stored for {} in the catalog",
+            cat.bundle_count()
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,172 @@
+//! Reading a built database back into the model: `render` of a database, using one as a
+//! SOURCE of another ingest, and upgrade resolution from the CLI.
+
+use super::Store;
+use crate::model::*;
+use anyhow::Result;
+
+impl Store {
+    /// Reads the whole catalog back into the model (render, re-ingest, resolution).
+    pub fn load_catalog(&self) -> Result<Catalog> {
+        let c = self.conn()?;
+        let origin = Origin::file(self.inner.path.display().to_string());
+        let mut cat = Catalog::default();
+        let props_of = |s: String| -> Vec<Property> {
+            serde_json::from_str::<Vec<(String, String)>>(&s)
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(t, v)| Property {
+                    r#type: t,
+                    value: v,
+                })
+                .collect()
+        };
+        let mut st = c.prepare("SELECT name, default_channel, description, icon_data, icon_mediatype, properties FROM package ORDER BY name")?;
+        let rows = st.query_map([], |r| {
+            Ok(Package {
+                name: r.get(0)?,
+                default_channel: r.get(1)?,
+                description: r.get(2)?,
+                icon: match (
+                    r.get::<_, Option<String>>(3)?,
+                    r.get::<_, Option<String>>(4)?,
+                ) {
+                    (Some(d), m) => Some(Icon {
+                        base64data: d,
+                        mediatype: m.unwrap_or_default(),
+                    }),
+                    _ => None,
+                },
+                properties: props_of(r.get(5)?),
+                origin: origin.clone(),
+                ..Default::default()
+            })
+        })?;
+        for p in rows {
+            let p = p?;
+            cat.packages.insert(p.name.clone(), p);
+        }
+        let mut st =
+            c.prepare("SELECT package, name, properties FROM channel ORDER BY package, name")?;
+        let mut rows = st.query([])?;
+        while let Some(r) = rows.next()? {
+            let pkg: String = r.get(0)?;
+            let name: String = r.get(1)?;
+            if let Some(p) = cat.packages.get_mut(&pkg) {
+                p.channels.insert(
+                    name.clone(),
+                    Channel {
+                        name,
+                        entries: Vec::new(),
+                        properties: props_of(r.get(2)?),
+                        origin: origin.clone(),
+                    },
+                );
+            }
+        }
+        let mut st = c.prepare("SELECT package, channel, bundle, replaces, skips, skip_range FROM channel_entry ORDER BY package, channel, seq")?;
+        let mut rows = st.query([])?;
+        while let Some(r) = rows.next()? {
+            let (pkg, ch): (String, String) = (r.get(0)?, r.get(1)?);
+            let skips: String = r.get(4)?;
+            if let Some(c) = cat
+                .packages
+                .get_mut(&pkg)
+                .and_then(|p| p.channels.get_mut(&ch))
+            {
+                c.entries.push(ChannelEntry {
+                    name: r.get(2)?,
+                    replaces: r.get(3)?,
+                    skips: serde_json::from_str(&skips).unwrap_or_default(),
+                    skip_range: r.get(5)?,
+                });
+            }
+        }
+        let mut ids = std::collections::HashMap::new();
+        let mut st = c.prepare("SELECT id, package, name, image FROM bundle ORDER BY id")?;
+        let mut rows = st.query([])?;
+        while let Some(r) = rows.next()? {
+            let (id, pkg, name): (i64, String, String) = (r.get(0)?, r.get(1)?, r.get(2)?);
+            ids.insert(id, (pkg.clone(), name.clone()));
+            if let Some(p) = cat.packages.get_mut(&pkg) {
+                p.bundles.insert(
+                    name.clone(),
+                    Bundle {
+                        name,
+                        package: pkg,
+                        image: r.get(3)?,
+                        origin: origin.clone(),
+                        ..Default::default()
+                    },
+                );
+            }
+        }
+        let mut st = c.prepare(
+            "SELECT bundle_id, type, value FROM bundle_property ORDER BY bundle_id, seq",
+        )?;
+        let mut rows = st.query([])?;
+        while let Some(r) = rows.next()? {
+            if let Some(b) = bundle_by_id(&mut cat, &ids, r.get(0)?) {
+                b.properties.push(Property {
+                    r#type: r.get(1)?,
+                    value: r.get(2)?,
+                });
+            }
+        }
+        let mut st =
+            c.prepare("SELECT bundle_id, name, image FROM related_image ORDER BY bundle_id, seq")?;
+        let mut rows = st.query([])?;
+        while let Some(r) = rows.next()? {
+            if let Some(b) = bundle_by_id(&mut cat, &ids, r.get(0)?) {
+                b.related_images.push(RelatedImage {
+                    name: r.get(1)?,
+                    image: r.get(2)?,
+                });
+            }
+        }
+        let mut st = c.prepare(
+            "SELECT package, schema, name, message FROM deprecation_entry ORDER BY package, seq",
+        )?;
+        let mut rows = st.query([])?;
+        while let Some(r) = rows.next()? {
+            let pkg: String = r.get(0)?;
+            if let Some(p) = cat.packages.get_mut(&pkg) {
+                p.deprecations
+                    .get_or_insert_with(|| Deprecations {
+                        entries: Vec::new(),
+                        origin: origin.clone(),
+                    })
+                    .entries
+                    .push(DeprecationEntry {
+                        schema: r.get(1)?,
+                        name: r.get(2)?,
+                        message: r.get(3)?,
+                    });
+            }
+        }
+        let mut st =
+            c.prepare("SELECT schema, package, name, blob FROM custom_meta ORDER BY seq")?;
+        let metas = st.query_map([], |r| {
+            Ok(Meta {
+                schema: r.get(0)?,
+                package: r.get(1)?,
+                name: r.get(2)?,
+                blob: r.get(3)?,
+                origin: origin.clone(),
+            })
+        })?;
+        for m in metas {
+            cat.others.push(m?);
+        }
+        Ok(cat)
+    }
+}
+
+fn bundle_by_id<'c>(
+    cat: &'c mut Catalog,
+    ids: &std::collections::HashMap<i64, (String, String)>,
+    id: i64,
+) -> Option<&'c mut Bundle> {
+    let (pkg, name) = ids.get(&id)?;
+    cat.packages.get_mut(pkg)?.bundles.get_mut(name)
+}

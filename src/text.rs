@@ -1,0 +1,70 @@
+//! Small text helpers shared by every message opreg prints or sends: Go's `%q` quoting (the
+//! range grammars reproduce Go libraries' error texts) and eliding the middle of long strings
+//! (a catalog can hold a 50 MB name; a diagnostic or a gRPC status quoting it stays readable).
+
+use std::borrow::Cow;
+
+/// Go's `%q` of `s`: double quotes, backslash escapes for quotes, backslashes and control
+/// characters (`\a \b \f \n \r \t \v`, `\xNN` below 0x20 and for DEL, `\uNNNN` for the rest).
+pub fn go_quote(s: &str) -> String {
+    let mut q = String::with_capacity(s.len() + 2);
+    q.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => q.push_str("\\\""),
+            '\\' => q.push_str("\\\\"),
+            '\n' => q.push_str("\\n"),
+            '\r' => q.push_str("\\r"),
+            '\t' => q.push_str("\\t"),
+            '\x07' => q.push_str("\\a"),
+            '\x08' => q.push_str("\\b"),
+            '\x0b' => q.push_str("\\v"),
+            '\x0c' => q.push_str("\\f"),
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+                q.push_str(&format!("\\x{:02x}", c as u32))
+            }
+            c if c.is_control() => q.push_str(&format!("\\u{:04x}", c as u32)),
+            c => q.push(c),
+        }
+    }
+    q.push('"');
+    q
+}
+
+/// `s` whole when it is at most `max` bytes; otherwise its first bytes and its last `tail`
+/// bytes (both cut on character boundaries) around a note of how many bytes were left out.
+pub fn elide(s: &str, max: usize, tail: usize) -> Cow<'_, str> {
+    if s.len() <= max {
+        return s.into();
+    }
+    let head = s.floor_char_boundary(max.saturating_sub(tail));
+    let start = s.ceil_char_boundary(s.len() - tail);
+    format!(
+        "{}…[{} bytes elided]…{}",
+        &s[..head],
+        start - head,
+        &s[start..]
+    )
+    .into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn go_quote_escapes_like_go() {
+        assert_eq!(go_quote("a\"b\\c"), r#""a\"b\\c""#);
+        assert_eq!(go_quote("\n\t\x07\x01\x7f"), r#""\n\t\a\x01\x7f""#);
+        assert_eq!(go_quote("\u{85}é"), "\"\\u0085é\"");
+    }
+
+    #[test]
+    fn elide_keeps_both_ends_on_char_boundaries() {
+        assert_eq!(elide("short", 10, 2), "short");
+        let s = "é".repeat(100);
+        let e = elide(&s, 21, 5);
+        assert!(e.starts_with("éééééééé…[") && e.ends_with("]…éé"), "{e}");
+        assert!(e.contains("bytes elided"));
+    }
+}

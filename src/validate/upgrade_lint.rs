@@ -1,0 +1,179 @@
+//! Warnings for update graphs that classic OLM and OLM v1 resolve differently
+//! (`opreg validate --upgrades`).
+
+use crate::diag::{Diagnostic, Rule};
+use crate::graph::{channel_head, classic_chain, EntryRule, Head, Versions};
+use crate::model::Catalog;
+use std::collections::BTreeSet;
+
+/// Warnings for graphs classic OLM and OLM v1 resolve differently (`opreg validate --upgrades`).
+pub fn lint(cat: &Catalog) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    for pkg in cat.packages.values() {
+        let versions = Versions::of(pkg);
+        for ch in pkg.channels.values() {
+            let mut warn = |bundle: &str, msg: String| {
+                let d = Diagnostic::warning(Rule::UpgradeLint, msg).at(&ch.origin);
+                out.push(d.package(&pkg.name).channel(&ch.name).bundle(bundle));
+            };
+            // 1. A head below the channel's highest version strands v1 users below it.
+            if let Head::One(head) = channel_head(ch) {
+                let hv = versions.get(head);
+                let top = ch
+                    .entries
+                    .iter()
+                    .filter_map(|e| versions.get(&e.name).map(|v| (v, &e.name)))
+                    .max_by(|a, b| a.0.cmp_precedence(b.0));
+                if let (Some(hv), Some((tv, top))) = (hv, top) {
+                    if tv.cmp_precedence(hv).is_gt() {
+                        let msg = format!(
+                            "the channel head {head} ({hv}) is not the highest version: {top} is \
+                             {tv}. Classic OLM moves users to the head; OLM v1 never moves to a \
+                             lower version, so users who reach {top} stay there"
+                        );
+                        warn(head, msg);
+                    }
+                }
+            }
+            // 2. Upgrades that pass only through a skipped entry: v1 takes them, classic never.
+            let chain: Vec<&str> = classic_chain(ch);
+            let rules: Vec<EntryRule> = ch.entries.iter().map(EntryRule::new).collect();
+            let has_chain_successor = |name: &str| {
+                rules.iter().any(|r| {
+                    chain.contains(&r.entry.name.as_str())
+                        && !r.edges_from(name, versions.get(name)).is_empty()
+                })
+            };
+            for rule in &rules {
+                let e = rule.entry;
+                let skippers: Vec<&str> = ch
+                    .entries
+                    .iter()
+                    .filter(|o| o.skips.contains(&e.name))
+                    .map(|o| o.name.as_str())
+                    .collect();
+                if skippers.is_empty() {
+                    continue;
+                }
+                let skippers = skippers.join(", ");
+                let mut targets: BTreeSet<&str> = BTreeSet::from([e.replaces.as_str()]);
+                targets.extend(e.skips.iter().map(String::as_str));
+                targets.extend(versions.0.keys().map(String::as_str));
+                for t in targets {
+                    if rule.edges_from(t, versions.get(t)).is_empty() || has_chain_successor(t) {
+                        continue;
+                    }
+                    let msg = format!(
+                        "{t} upgrades only through {}, which {skippers} skips: OLM v1 takes that \
+                         edge, classic OLM never installs a skipped entry and leaves {t} without \
+                         an upgrade",
+                        e.name
+                    );
+                    warn(&e.name, msg);
+                }
+                if rule.range.is_some() {
+                    let msg = format!(
+                        "{} is skipped by {skippers}, so classic OLM ignores its skipRange {:?}: \
+                         installed versions in that range that no chain entry covers reach {} \
+                         only under OLM v1",
+                        e.name, e.skip_range, e.name
+                    );
+                    warn(&e.name, msg);
+                }
+            }
+            // 3. skipRange without replaces: older versions drop out of the channel.
+            for e in &ch.entries {
+                if !e.skip_range.is_empty() && e.replaces.is_empty() {
+                    let msg = format!(
+                        "{} has a skipRange {:?} but no replaces: older versions drop out of the \
+                         channel and can no longer be installed with startingCSV; set replaces \
+                         as well",
+                        e.name, e.skip_range
+                    );
+                    warn(&e.name, msg);
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{prop, Bundle, Channel, ChannelEntry, Package};
+
+    fn entry(name: &str, replaces: &str, skips: &[&str], range: &str) -> ChannelEntry {
+        ChannelEntry::new(name, replaces, skips, range)
+    }
+
+    fn catalog(entries: Vec<ChannelEntry>) -> Catalog {
+        let mut pkg = Package {
+            name: "p".into(),
+            default_channel: "c".into(),
+            ..Default::default()
+        };
+        for e in &entries {
+            let v = e.name.trim_start_matches("p.v");
+            pkg.bundles.insert(
+                e.name.clone(),
+                Bundle {
+                    name: e.name.clone(),
+                    properties: vec![crate::model::Property {
+                        r#type: prop::PACKAGE.into(),
+                        value: format!(r#"{{"packageName":"p","version":"{v}"}}"#),
+                    }],
+                    ..Default::default()
+                },
+            );
+        }
+        let ch = Channel {
+            name: "c".into(),
+            entries,
+            ..Default::default()
+        };
+        pkg.channels.insert("c".into(), ch);
+        let mut cat = Catalog::default();
+        cat.packages.insert("p".into(), pkg);
+        cat
+    }
+
+    fn lints(cat: &Catalog) -> Vec<String> {
+        lint(cat).into_iter().map(|d| d.message).collect()
+    }
+
+    #[test]
+    fn lint_finds_upgrades_only_through_a_skipped_entry() {
+        // 1.0.0 upgrades only via 1.1.0, which 2.0.0 skips: v1 takes it, classic never.
+        let cat = catalog(vec![
+            entry("p.v2.0.0", "", &["p.v1.1.0"], ""),
+            entry("p.v1.1.0", "p.v1.0.0", &[], ""),
+            entry("p.v1.0.0", "", &[], ""),
+        ]);
+        let l = lints(&cat);
+        assert!(
+            l.iter()
+                .any(|m| m.starts_with("p.v1.0.0 upgrades only through p.v1.1.0")),
+            "{l:?}"
+        );
+        // Once the skipper also replaces 1.0.0, both OLMs agree and nothing is reported.
+        let cat = catalog(vec![
+            entry("p.v2.0.0", "p.v1.0.0", &["p.v1.1.0"], ""),
+            entry("p.v1.1.0", "p.v1.0.0", &[], ""),
+            entry("p.v1.0.0", "", &[], ""),
+        ]);
+        assert_eq!(lints(&cat), Vec::<String>::new());
+    }
+
+    #[test]
+    fn lint_finds_a_head_below_the_top_and_a_range_without_replaces() {
+        let cat = catalog(vec![
+            entry("p.v1.1.0", "p.v1.9.0", &[], ""),
+            entry("p.v1.9.0", "", &[], ">=1.0.0 <1.9.0"),
+        ]);
+        let l = lints(&cat);
+        assert_eq!(l.len(), 2, "{l:?}");
+        assert!(l[0].contains("head p.v1.1.0 (1.1.0) is not the highest version"));
+        assert!(l[1].contains("p.v1.9.0 has a skipRange"));
+    }
+}
