@@ -47,6 +47,12 @@ pub enum Rule {
     MaxOpenShiftVersion,
     /// Upgrade-graph lint: graphs that classic OLM and OLM v1 resolve differently.
     UpgradeLint,
+    /// A package icon's `base64data` must be standard base64.
+    Icon,
+    /// A custom meta's schema and package must be usable as keys (upstream's cache build).
+    CustomMeta,
+    /// A bundle release: its format, the normalized name, no build metadata beside it.
+    Release,
 }
 
 impl Rule {
@@ -70,6 +76,9 @@ impl Rule {
             Rule::Deprecation => "deprecation",
             Rule::MaxOpenShiftVersion => "max-openshift-version",
             Rule::UpgradeLint => "upgrade-lint",
+            Rule::Icon => "icon",
+            Rule::CustomMeta => "custom-meta",
+            Rule::Release => "release",
         }
     }
 }

@@ -20,6 +20,7 @@
 //!   grammars, and upgrade resolution under classic, OLM v1 and semver rules.
 //! * [`validate`]: upstream's catalog rules, all errors at once, each naming file and rule.
 //! * [`diag`]: the diagnostic type those errors use.
+//! * [`imageref`]: the docker image reference grammar (bundle and related image pull specs).
 //! * [`wire`]: model → `api.Bundle` (field-fill rules, csvJson synthesis).
 //! * [`store`]: the SQLite store: schema from `migrations/`, atomic writes, materialized edges,
 //!   read-only queries.
@@ -54,6 +55,7 @@ pub mod cli;
 pub mod demo;
 pub mod diag;
 pub mod graph;
+pub mod imageref;
 pub mod json;
 pub mod model;
 pub mod server;
