@@ -21,6 +21,7 @@
 //! * [`validate`]: upstream's catalog rules, all errors at once, each naming file and rule.
 //! * [`diag`]: the diagnostic type those errors use.
 //! * [`imageref`]: the docker image reference grammar (bundle and related image pull specs).
+//! * [`release`]: bundle release versions: format, normalized name, order.
 //! * [`wire`]: model → `api.Bundle` (field-fill rules, csvJson synthesis).
 //! * [`store`]: the SQLite store: schema from `migrations/`, atomic writes, materialized edges,
 //!   read-only queries.
@@ -58,6 +59,7 @@ pub mod graph;
 pub mod imageref;
 pub mod json;
 pub mod model;
+pub mod release;
 pub mod server;
 pub mod store;
 pub mod validate;

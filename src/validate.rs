@@ -8,11 +8,11 @@
 //! Messages reuse upstream's key words so that searching for them finds both tools.
 
 pub mod properties;
-pub mod release;
 
 use crate::diag::{Diagnostic, Rule};
 use crate::graph::{self, blang, Head};
 use crate::model::*;
+use crate::release;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 

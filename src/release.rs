@@ -6,6 +6,8 @@
 //! release must be named `<package>-v<version>-<release>` and its version must not carry build
 //! metadata. Bundles order by version, then release; at the same version a bundle with a release
 //! ranks above one without.
+//!
+//! A leaf module: validation and the upgrade resolver both use it.
 
 use std::cmp::Ordering;
 
