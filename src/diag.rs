@@ -47,11 +47,17 @@ pub enum Rule {
     MaxOpenShiftVersion,
     /// Upgrade-graph lint: graphs that classic OLM and OLM v1 resolve differently.
     UpgradeLint,
+    /// A package icon's `base64data` must be standard base64.
+    Icon,
+    /// A custom meta's schema and package must be usable as keys (upstream's cache build).
+    CustomMeta,
+    /// A bundle release: its format, the normalized name, no build metadata beside it.
+    Release,
 }
 
 impl Rule {
     /// Every rule, in declaration order.
-    pub const ALL: [Rule; 18] = [
+    pub const ALL: [Rule; 21] = [
         Rule::Parse,
         Rule::Schema,
         Rule::Duplicate,
@@ -70,6 +76,9 @@ impl Rule {
         Rule::Deprecation,
         Rule::MaxOpenShiftVersion,
         Rule::UpgradeLint,
+        Rule::Icon,
+        Rule::CustomMeta,
+        Rule::Release,
     ];
 
     /// False for the rules that only ever warn; breaking any other makes a catalog invalid.
@@ -97,6 +106,9 @@ impl Rule {
             Rule::Deprecation => "deprecation",
             Rule::MaxOpenShiftVersion => "max-openshift-version",
             Rule::UpgradeLint => "upgrade-lint",
+            Rule::Icon => "icon",
+            Rule::CustomMeta => "custom-meta",
+            Rule::Release => "release",
         }
     }
 }
@@ -127,7 +139,10 @@ mod rule_tests {
                 | Rule::Image
                 | Rule::Deprecation
                 | Rule::MaxOpenShiftVersion
-                | Rule::UpgradeLint => {}
+                | Rule::UpgradeLint
+                | Rule::Icon
+                | Rule::CustomMeta
+                | Rule::Release => {}
             }
         }
         let ids: std::collections::BTreeSet<&str> = Rule::ALL.iter().map(|r| r.id()).collect();

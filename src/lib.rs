@@ -12,7 +12,9 @@
 //!
 //! * Leaves: [`text`] (Go `%q` quoting, eliding long strings), [`json`] (canonical JSON, Go's
 //!   escaping), [`yaml`] (YAML 1.1 guards), [`version`] (the blang and Masterminds version
-//!   grammars), [`sqlite`] (the one read-only open and header check).
+//!   grammars), [`release`] (bundle release versions: format, normalized name, order),
+//!   [`imageref`] (the docker image reference grammar), [`sqlite`] (the one read-only open
+//!   and header check).
 //! * [`model`]: the catalog as plain data: packages → channels → entries, bundles with
 //!   properties. No I/O, no rules.
 //! * [`diag`]: the diagnostic type (file, document, package/channel/bundle) and rule ids.
@@ -61,8 +63,10 @@ pub mod cli;
 pub mod demo;
 pub mod diag;
 pub mod graph;
+pub mod imageref;
 pub mod json;
 pub mod model;
+pub mod release;
 pub mod server;
 pub mod source;
 pub mod sqlite;

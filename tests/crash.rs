@@ -208,7 +208,7 @@ fn sigkill_during_ingest_never_damages_the_output() {
     );
     let mut rng = Rng(seed);
 
-    let big = shared("corpus/certified-operators.fbc.json");
+    let big = corpus_valid("certified-operators.fbc.json");
     let small = shared("upstream-manifests");
     let work = tempfile::tempdir().unwrap();
     let refs = work.path().join("refs");
@@ -421,7 +421,7 @@ fn leftover_temp_files_are_never_taken_for_the_output() {
     ingest(&shared("upstream-manifests"), &unrenamed);
     assert!(render(&unrenamed).contains("etcd"));
 
-    let big = shared("corpus/certified-operators.fbc.json");
+    let big = corpus_valid("certified-operators.fbc.json");
     ingest(&big, &out);
     let (code, expected, err) = opreg(&["render", big.to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");

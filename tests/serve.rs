@@ -721,7 +721,7 @@ fn cache_dir_flags_follow_opm_semantics() {
 /// bundles with icons, descriptions and related images: every 40th community bundle.
 #[test]
 fn synthesized_csvs_served_from_the_store_equal_the_model_wire_form() {
-    let src = shared("corpus/community-operators.fbc.json");
+    let src = corpus_valid("community-operators.fbc.json");
     let cat = opreg::source::load_sources(std::slice::from_ref(&src), &mut Vec::new()).unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let db = tmp.path().join("c.db");

@@ -181,12 +181,12 @@ pub fn build(decls: Vec<Decl>, diags: &mut Vec<Diagnostic>) -> Catalog {
             p.bundles.insert(b.name.clone(), b);
         }
     }
-    for (pkg, d) in deprecations {
+    for (item, (pkg, d)) in deprecations.into_iter().enumerate() {
         if pkg.is_empty() {
             diags.push(
                 Diagnostic::error(
                     Rule::Deprecation,
-                    "package name must be set for deprecation",
+                    format!("package name must be set for deprecation item {item}"),
                 )
                 .at(&d.origin),
             );

@@ -7,13 +7,14 @@
 //! Graph questions are answered by [`crate::graph`]; nothing here re-derives an edge.
 //! Messages reuse upstream's key words so that searching for them finds both tools.
 
+pub mod properties;
 pub mod upgrade_lint;
 
 use crate::diag::{Diagnostic, Rule};
 use crate::graph::{self, Head};
 use crate::model::*;
+use crate::release;
 use crate::version::blang;
-use base64::Engine;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -82,7 +83,62 @@ pub fn validate(cat: &Catalog) -> Vec<Diagnostic> {
     for pkg in cat.packages.values() {
         validate_package(pkg, &mut out);
     }
+    for m in &cat.others {
+        if let Err(e) = custom_meta_key(&m.schema, &m.package) {
+            out.push(
+                Diagnostic::error(Rule::CustomMeta, format!("invalid custom schema meta: {e}"))
+                    .at(&m.origin),
+            );
+        }
+    }
     out
+}
+
+/// Upstream's cache build keys custom metas by schema and package, each of which must match
+/// `^[a-zA-Z0-9][a-zA-Z0-9._-]*$` (the package only when present).
+fn custom_meta_key(schema: &str, package: &str) -> Result<(), String> {
+    const PATTERN: &str = "^[a-zA-Z0-9][a-zA-Z0-9._-]*$";
+    let ok = |v: &str| {
+        v.bytes().next().is_some_and(|c| c.is_ascii_alphanumeric())
+            && v.bytes()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'-'))
+    };
+    if schema.is_empty() {
+        return Err("invalid schema: must not be empty".into());
+    }
+    if !ok(schema) {
+        return Err(format!("invalid schema {schema:?}: must match {PATTERN}"));
+    }
+    if !package.is_empty() && !ok(package) {
+        return Err(format!(
+            "invalid packageName {package:?}: must match {PATTERN}"
+        ));
+    }
+    Ok(())
+}
+
+/// The messages of Kubernetes' `IsDNS1123Label`, which upstream prints as a list.
+pub fn dns1123_label_errors(s: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if s.len() > 63 {
+        errs.push("must be no more than 63 characters".to_string());
+    }
+    let label = |l: &str| {
+        let b = l.as_bytes();
+        !b.is_empty()
+            && b.iter()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+            && b[0] != b'-'
+            && b[b.len() - 1] != b'-'
+    };
+    if !label(s) {
+        if s.split('.').all(label) {
+            errs.push("must not contain dots".to_string());
+        } else {
+            errs.push("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')".to_string());
+        }
+    }
+    errs
 }
 
 /// DNS-1123 label: lowercase alphanumerics and '-', alphanumeric at both ends, at most 63 chars.
@@ -99,13 +155,22 @@ pub fn is_dns1123_label(s: &str) -> bool {
 fn validate_package(pkg: &Package, out: &mut Vec<Diagnostic>) {
     let p = pkg.name.as_str();
     let err = |rule: Rule, msg: String| Diagnostic::error(rule, msg).at(&pkg.origin).package(p);
-    if !is_dns1123_label(p) {
+    let name_errors = dns1123_label_errors(p);
+    if !name_errors.is_empty() {
         out.push(err(
             Rule::PackageName,
-            format!(
-                "invalid package name {p:?}: a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', start and end with an alphanumeric character, and be at most 63 characters"
-            ),
+            format!("invalid package name {p:?}: [{}]", name_errors.join(" ")),
         ));
+    }
+    // Upstream decodes the icon when it reads an FBC package blob; its SQLite and manifest
+    // paths keep a CSV's icon string as it is. FBC packages are the ones with a document number.
+    if let Some(icon) = pkg.icon.as_ref().filter(|_| pkg.origin.doc.is_some()) {
+        if let Some(at) = properties::go_base64_error(&icon.base64data) {
+            out.push(err(
+                Rule::Icon,
+                format!("parse package: illegal base64 data at input byte {at}"),
+            ));
+        }
     }
     if pkg.channels.is_empty() {
         out.push(err(
@@ -122,7 +187,7 @@ fn validate_package(pkg: &Package, out: &mut Vec<Diagnostic>) {
         out.push(err(
             Rule::DefaultChannel,
             format!(
-                "default channel {:?} not found in channels list",
+                "default channel {0:?} not found in channels list (opm adds an empty channel {0:?} for it and reports: invalid channel {0:?}: channel must contain at least one bundle)",
                 pkg.default_channel
             ),
         ));
@@ -301,91 +366,31 @@ pub fn bundle_rules(b: &Bundle, out: &mut Vec<Diagnostic>) {
     let mut has_objects = false;
     let mut max_ocp = Vec::new();
     for (i, prop) in b.properties.iter().enumerate() {
-        // Most of a catalog's bytes are in olm.csv.metadata and custom properties, whose
-        // contents no rule reads: check only that they are JSON (and, for the metadata, an
-        // object) without building a tree.
-        let needs_tree = matches!(
-            prop.r#type.as_str(),
-            prop::PACKAGE
-                | prop::GVK
-                | prop::GVK_REQUIRED
-                | prop::PACKAGE_REQUIRED
-                | prop::BUNDLE_OBJECT
-                | prop::MAX_OCP
-        );
-        if !needs_tree {
-            let metadata = prop.r#type == prop::CSV_METADATA;
-            let shape = serde_json::from_str::<serde::de::IgnoredAny>(&prop.value)
-                .map_err(|e| e.to_string())
-                .and_then(|_| {
-                    csv_metadata += usize::from(metadata);
-                    if metadata && !prop.value.trim_start().starts_with('{') {
-                        Err("expected an object".to_string())
-                    } else {
-                        Ok(())
-                    }
-                });
-            if let Err(e) = shape {
-                out.push(err(
-                    Rule::Property,
-                    format!("parse property[{i}] of type {:?}: {e}", prop.r#type),
-                ));
-            }
-            continue;
-        }
-        let v: Value = match serde_json::from_str(&prop.value) {
-            Ok(v) => v,
-            Err(e) => {
-                out.push(err(
-                    Rule::Property,
-                    format!("parse property[{i}] of type {:?}: {e}", prop.r#type),
-                ));
+        let ty = prop.r#type.as_str();
+        csv_metadata += usize::from(ty == prop::CSV_METADATA);
+        if ty == prop::BUNDLE_OBJECT {
+            has_objects = true;
+            // Upstream decodes bundle objects while reading the file, before anything else.
+            if let Err(e) = bundle_object(i, &prop.value) {
+                let msg = format!(
+                    "read bundle objects: package {p:?}, bundle {:?}: {e}",
+                    b.name
+                );
+                out.push(err(Rule::Property, msg));
                 continue;
             }
-        };
-        let shape = match prop.r#type.as_str() {
-            prop::PACKAGE => string_fields(&v, &["packageName", "version"]).map(|_| {
-                let named = v.get("packageName").and_then(Value::as_str).unwrap_or("");
-                if named != p {
-                    out.push(err(
-                        Rule::PackageProperty,
-                        format!("package {p:?} does not match \"olm.package\" property {named:?}"),
-                    ));
-                }
-                let ver = v.get("version").and_then(Value::as_str).unwrap_or("");
-                if let Err(e) = blang::parse_version(ver) {
-                    out.push(err(
-                        Rule::PackageProperty,
-                        format!("error parsing bundle {:?} version {ver:?}: {e}", b.name),
-                    ));
-                }
-            }),
-            prop::GVK | prop::GVK_REQUIRED => string_fields(&v, &["group", "kind", "version"]),
-            prop::PACKAGE_REQUIRED => string_fields(&v, &["packageName", "versionRange"]),
-            prop::BUNDLE_OBJECT => {
-                has_objects = true;
-                match v.get("data").and_then(Value::as_str) {
-                    Some(d) => match base64::engine::general_purpose::STANDARD.decode(d) {
-                        Err(e) => Err(format!("data is not base64: {e}")),
-                        Ok(_) if crate::model::decode_bundle_object(&prop.value).is_none() => {
-                            Err("read bundle objects: data is not a JSON or YAML document".into())
-                        }
-                        Ok(_) => Ok(()),
-                    },
-                    None => Err("expected an object with a string \"data\"".to_string()),
-                }
-            }
-            prop::MAX_OCP => {
-                max_ocp.push(v.clone());
-                Ok(())
-            }
-            _ => Ok(()),
-        };
-        if let Err(e) = shape {
+        }
+        if let Err(e) = properties::check(ty, &prop.value) {
             out.push(err(
                 Rule::Property,
-                format!("parse property[{i}] of type {:?}: {e}", prop.r#type),
+                format!("parse property[{i}] of type {ty:?}: {e}"),
             ));
+            continue;
+        }
+        match ty {
+            prop::PACKAGE => package_property(b, &prop.value, out),
+            prop::MAX_OCP => max_ocp.push(serde_json::from_str(&prop.value).unwrap_or_default()),
+            _ => {}
         }
     }
     if csv_metadata > 1 {
@@ -397,6 +402,26 @@ pub fn bundle_rules(b: &Bundle, out: &mut Vec<Diagnostic>) {
     if b.image.is_empty() && !has_objects {
         out.push(err(Rule::Image, "bundle image must be set".into()));
     }
+    let images = std::iter::once(("image".to_string(), b.image.as_str())).chain(
+        b.related_images
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (format!("relatedImages[{i}].image"), r.image.as_str())),
+    );
+    for (field, image) in images {
+        if image.is_empty() {
+            continue;
+        }
+        if let Err(e) = crate::imageref::check(image) {
+            out.push(err(
+                Rule::Image,
+                format!(
+                    "package {p:?} bundle {:?} {field}: invalid image pull spec {image:?}: {e}",
+                    b.name
+                ),
+            ));
+        }
+    }
     for msg in max_openshift_problems(&max_ocp) {
         out.push(
             Diagnostic::warning(Rule::MaxOpenShiftVersion, msg)
@@ -407,17 +432,84 @@ pub fn bundle_rules(b: &Bundle, out: &mut Vec<Diagnostic>) {
     }
 }
 
-fn string_fields(v: &Value, fields: &[&str]) -> Result<(), String> {
-    let Value::Object(m) = v else {
-        return Err("expected an object".into());
-    };
-    for f in fields {
-        match m.get(*f) {
-            None | Some(Value::String(_)) => {}
-            Some(other) => return Err(format!("field {f:?} must be a string, found {other}")),
-        }
+/// Upstream's bundle-object decoding (`read bundle objects`): the value must hold base64
+/// `data` that is a JSON or YAML document.
+fn bundle_object(i: usize, value: &str) -> Result<(), String> {
+    if let Err(e) = properties::check(prop::BUNDLE_OBJECT, value) {
+        return Err(format!("parse property at index {i} as bundle object: {e}"));
+    }
+    let data = serde_json::from_str::<Value>(value)
+        .ok()
+        .and_then(|v| v.get("data").and_then(Value::as_str).map(str::to_string));
+    if data.is_some_and(|d| !d.is_empty()) && crate::model::decode_bundle_object(value).is_none() {
+        return Err(format!(
+            "convert bundle object property at index {i} to JSON: error converting YAML to JSON: data is not a JSON or YAML document"
+        ));
     }
     Ok(())
+}
+
+/// The `olm.package` property of a bundle (already known to decode): package name, version,
+/// release, normalized name, build metadata.
+fn package_property(b: &Bundle, value: &str, out: &mut Vec<Diagnostic>) {
+    let p = b.package.as_str();
+    let err = |rule: Rule, msg: String| {
+        Diagnostic::error(rule, msg)
+            .at(&b.origin)
+            .package(p)
+            .bundle(&b.name)
+    };
+    let v: Value = serde_json::from_str(value).unwrap_or_default();
+    let field = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+    let named = field("packageName");
+    if named != p {
+        out.push(err(
+            Rule::PackageProperty,
+            format!("package {p:?} does not match \"olm.package\" property {named:?}"),
+        ));
+    }
+    let ver = field("version");
+    let version = match blang::parse_version(&ver) {
+        Ok(v) => Some(v),
+        Err(e) => {
+            out.push(err(
+                Rule::PackageProperty,
+                format!("error parsing bundle {:?} version {ver:?}: {e}", b.name),
+            ));
+            None
+        }
+    };
+    let rel = field("release");
+    if rel.is_empty() {
+        return;
+    }
+    if let Err(e) = release::check(&rel) {
+        out.push(err(
+            Rule::Release,
+            format!(
+                "error parsing bundle {:?} release version {rel:?}: {e}",
+                b.name
+            ),
+        ));
+        return;
+    }
+    let Some(version) = version else { return };
+    let normalized = release::normalized_name(p, &version, &rel);
+    if b.name != normalized {
+        out.push(err(
+            Rule::Release,
+            format!(
+                "name {:?} does not match normalized name {normalized:?}",
+                b.name
+            ),
+        ));
+    }
+    if !version.build.is_empty() {
+        out.push(err(
+            Rule::Release,
+            "cannot use build metadata in version with a release version".into(),
+        ));
+    }
 }
 
 /// `olm.maxOpenShiftVersion` values OpenShift's operator would treat as incompatible.
@@ -471,8 +563,8 @@ fn validate_deprecations(pkg: &Package, out: &mut Vec<Diagnostic>) {
         }
         if !seen.insert((e.schema.as_str(), e.name.as_str())) {
             out.push(err(format!(
-                "duplicate deprecation entry {{schema: {:?}, name: {:?}}} for package {p:?}",
-                e.schema, e.name
+                "duplicate deprecation entry {} for package {p:?}",
+                go_reference(&e.schema, &e.name)
             )));
         }
         match e.schema.as_str() {
@@ -492,10 +584,15 @@ fn validate_deprecations(pkg: &Package, out: &mut Vec<Diagnostic>) {
                 e.name
             ))),
             schema::BUNDLE | schema::CHANNEL | schema::PACKAGE => {}
-            other => out.push(err(format!(
-                "cannot deprecate object {other:?} {:?}: object schema unknown",
-                e.name
+            _ => out.push(err(format!(
+                "cannot deprecate object {} referenced by entry {j} for package {p:?}: object schema unknown",
+                go_reference(&e.schema, &e.name)
             ))),
         }
     }
+}
+
+/// A deprecation reference the way upstream prints it (Go's `%#v` of the struct).
+fn go_reference(schema: &str, name: &str) -> String {
+    format!("declcfg.PackageScopedReference{{Schema:{schema:?}, Name:{name:?}}}")
 }

@@ -6,6 +6,16 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+#[path = "../../benches/harness/corpus.rs"]
+pub mod corpus;
+
+/// `../shared/testdata/corpus/<name>` (the community or certified catalog) with the few icons
+/// upstream rejects replaced ([`corpus::repair_icons`]), made once under the target dir.
+pub fn corpus_valid(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("corpus-valid");
+    corpus::repaired_copy(&shared(&format!("corpus/{name}")), &dir).expect("repaired corpus copy")
+}
+
 pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_opreg")
 }

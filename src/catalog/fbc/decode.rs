@@ -113,7 +113,9 @@ impl<'a> Fields<'a> {
         for (path, o) in self.objects("properties")? {
             let f = Fields::new(o, self.what, path);
             let ty = f.string("type")?;
-            let value = get_ci(o, "value").map_or_else(|| "null".to_string(), json::canonical);
+            // A property without `value` keeps an empty value, which validation rejects as
+            // upstream does ("unexpected end of JSON input"); `null` is a value.
+            let value = get_ci(o, "value").map_or_else(String::new, json::canonical);
             props.push(Property { r#type: ty, value });
         }
         Ok(props)

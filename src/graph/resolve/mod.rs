@@ -410,11 +410,5 @@ fn step(b: &BundleFacts, channel: &str, edge: &str, from: &Installed) -> Step {
 }
 
 fn release_cmp(a: &Option<String>, b: &Option<String>) -> Ordering {
-    match (a, b) {
-        (Some(x), Some(y)) => match (x.parse::<u64>(), y.parse::<u64>()) {
-            (Ok(x), Ok(y)) => x.cmp(&y),
-            _ => x.cmp(y),
-        },
-        _ => a.is_some().cmp(&b.is_some()),
-    }
+    crate::release::compare(a.as_deref(), b.as_deref())
 }

@@ -1,0 +1,454 @@
+//! Typed property values: each property type upstream knows is decoded against its Go
+//! struct, and a value of the wrong shape is reported with the words Go's `encoding/json`
+//! uses (`json: cannot unmarshal number into Go struct field Package.packageName of type
+//! string`), since those are the words `opm validate` prints.
+//!
+//! The types are those of upstream's `property.Parse` (`olm.package`, `olm.package.required`,
+//! `olm.gvk`, `olm.gvk.required`, `olm.bundle.object`, `olm.csv.metadata`, `olm.channel`) and,
+//! for `olm.csv.metadata`, the operator-framework/api types it embeds. Every other type
+//! (`olm.constraint` included: upstream's parser has no schema for it) only has to be JSON.
+//!
+//! Go's decoding rules reproduced here: JSON `null` is accepted for any field and leaves it
+//! empty; object keys match field names case-insensitively; unknown keys are ignored; the
+//! first error in key order (keys are sorted, as in the canonical blob upstream decodes) wins;
+//! `[]byte` fields hold standard base64, where CR and LF are skipped and padding is required.
+
+use serde_json::Value;
+
+/// The shape of a Go type, with the name `reflect` prints for it.
+#[derive(Clone, Copy)]
+enum Ty {
+    /// A string kind; the name is the Go type (`string`, `v1alpha1.InstallModeType`).
+    Str(&'static str),
+    Bool,
+    Int32,
+    /// `[]byte`: a base64 string.
+    Bytes,
+    /// `json.RawMessage`: anything.
+    Raw,
+    /// `map[string]string`.
+    StrMap,
+    /// A slice: element type and the slice's Go name.
+    List(&'static Ty, &'static str),
+    Struct(&'static Struct),
+}
+
+struct Struct {
+    /// The name Go's errors use for the struct (`AppLink`).
+    name: &'static str,
+    /// The qualified type name (`v1alpha1.AppLink`).
+    qualified: &'static str,
+    fields: &'static [(&'static str, Ty)],
+}
+
+const S: Ty = Ty::Str("string");
+const STRINGS: Ty = Ty::List(&S, "[]string");
+
+const PACKAGE: Struct = Struct {
+    name: "Package",
+    qualified: "property.Package",
+    fields: &[("packageName", S), ("version", S), ("release", S)],
+};
+const PACKAGE_REQUIRED: Struct = Struct {
+    name: "PackageRequired",
+    qualified: "property.PackageRequired",
+    fields: &[("packageName", S), ("versionRange", S)],
+};
+const GVK_FIELDS: &[(&str, Ty)] = &[("group", S), ("kind", S), ("version", S)];
+const GVK: Struct = Struct {
+    name: "GVK",
+    qualified: "property.GVK",
+    fields: GVK_FIELDS,
+};
+const GVK_REQUIRED: Struct = Struct {
+    name: "GVKRequired",
+    qualified: "property.GVKRequired",
+    fields: GVK_FIELDS,
+};
+const BUNDLE_OBJECT: Struct = Struct {
+    name: "BundleObject",
+    qualified: "property.BundleObject",
+    fields: &[("data", Ty::Bytes)],
+};
+const CHANNEL: Struct = Struct {
+    name: "Channel",
+    qualified: "property.Channel",
+    fields: &[("channelName", S)],
+};
+
+const APP_LINK: Struct = Struct {
+    name: "AppLink",
+    qualified: "v1alpha1.AppLink",
+    fields: &[("name", S), ("url", S)],
+};
+const MAINTAINER: Struct = Struct {
+    name: "Maintainer",
+    qualified: "v1alpha1.Maintainer",
+    fields: &[("name", S), ("email", S)],
+};
+const INSTALL_MODE: Struct = Struct {
+    name: "InstallMode",
+    qualified: "v1alpha1.InstallMode",
+    fields: &[
+        ("type", Ty::Str("v1alpha1.InstallModeType")),
+        ("supported", Ty::Bool),
+    ],
+};
+const NATIVE_GVK: Struct = Struct {
+    name: "GroupVersionKind",
+    qualified: "v1.GroupVersionKind",
+    fields: &[("group", S), ("version", S), ("kind", S)],
+};
+const RESOURCE_REF: Struct = Struct {
+    name: "APIResourceReference",
+    qualified: "v1alpha1.APIResourceReference",
+    fields: &[("name", S), ("kind", S), ("version", S)],
+};
+const DESCRIPTOR_FIELDS: &[(&str, Ty)] = &[
+    ("path", S),
+    ("displayName", S),
+    ("description", S),
+    ("x-descriptors", STRINGS),
+    ("value", Ty::Raw),
+];
+const STATUS_DESCRIPTOR: Struct = Struct {
+    name: "StatusDescriptor",
+    qualified: "v1alpha1.StatusDescriptor",
+    fields: DESCRIPTOR_FIELDS,
+};
+const SPEC_DESCRIPTOR: Struct = Struct {
+    name: "SpecDescriptor",
+    qualified: "v1alpha1.SpecDescriptor",
+    fields: DESCRIPTOR_FIELDS,
+};
+const ACTION_DESCRIPTOR: Struct = Struct {
+    name: "ActionDescriptor",
+    qualified: "v1alpha1.ActionDescriptor",
+    fields: &[
+        ("path", S),
+        ("displayName", S),
+        ("description", S),
+        ("x-descriptors", STRINGS),
+    ],
+};
+const RESOURCES: Ty = Ty::List(
+    &Ty::Struct(&RESOURCE_REF),
+    "[]v1alpha1.APIResourceReference",
+);
+const STATUS_DESCRIPTORS: Ty = Ty::List(
+    &Ty::Struct(&STATUS_DESCRIPTOR),
+    "[]v1alpha1.StatusDescriptor",
+);
+const SPEC_DESCRIPTORS: Ty = Ty::List(&Ty::Struct(&SPEC_DESCRIPTOR), "[]v1alpha1.SpecDescriptor");
+const ACTION_DESCRIPTORS: Ty = Ty::List(
+    &Ty::Struct(&ACTION_DESCRIPTOR),
+    "[]v1alpha1.ActionDescriptor",
+);
+const CRD_DESCRIPTION: Struct = Struct {
+    name: "CRDDescription",
+    qualified: "v1alpha1.CRDDescription",
+    fields: &[
+        ("name", S),
+        ("version", S),
+        ("kind", S),
+        ("displayName", S),
+        ("description", S),
+        ("resources", RESOURCES),
+        ("statusDescriptors", STATUS_DESCRIPTORS),
+        ("specDescriptors", SPEC_DESCRIPTORS),
+        ("actionDescriptors", ACTION_DESCRIPTORS),
+    ],
+};
+const API_SERVICE_DESCRIPTION: Struct = Struct {
+    name: "APIServiceDescription",
+    qualified: "v1alpha1.APIServiceDescription",
+    fields: &[
+        ("name", S),
+        ("group", S),
+        ("version", S),
+        ("kind", S),
+        ("deploymentName", S),
+        ("containerPort", Ty::Int32),
+        ("displayName", S),
+        ("description", S),
+        ("resources", RESOURCES),
+        ("statusDescriptors", STATUS_DESCRIPTORS),
+        ("specDescriptors", SPEC_DESCRIPTORS),
+        ("actionDescriptors", ACTION_DESCRIPTORS),
+    ],
+};
+const CRDS: Ty = Ty::List(&Ty::Struct(&CRD_DESCRIPTION), "[]v1alpha1.CRDDescription");
+const API_SERVICES: Ty = Ty::List(
+    &Ty::Struct(&API_SERVICE_DESCRIPTION),
+    "[]v1alpha1.APIServiceDescription",
+);
+const CRD_DEFINITIONS: Struct = Struct {
+    name: "CustomResourceDefinitions",
+    qualified: "v1alpha1.CustomResourceDefinitions",
+    fields: &[("owned", CRDS), ("required", CRDS)],
+};
+const API_SERVICE_DEFINITIONS: Struct = Struct {
+    name: "APIServiceDefinitions",
+    qualified: "v1alpha1.APIServiceDefinitions",
+    fields: &[("owned", API_SERVICES), ("required", API_SERVICES)],
+};
+const CSV_METADATA: Struct = Struct {
+    name: "CSVMetadata",
+    qualified: "property.CSVMetadata",
+    fields: &[
+        ("annotations", Ty::StrMap),
+        (
+            "apiServiceDefinitions",
+            Ty::Struct(&API_SERVICE_DEFINITIONS),
+        ),
+        ("crdDescriptions", Ty::Struct(&CRD_DEFINITIONS)),
+        ("description", S),
+        ("displayName", S),
+        (
+            "installModes",
+            Ty::List(&Ty::Struct(&INSTALL_MODE), "[]v1alpha1.InstallMode"),
+        ),
+        ("keywords", STRINGS),
+        ("labels", Ty::StrMap),
+        (
+            "links",
+            Ty::List(&Ty::Struct(&APP_LINK), "[]v1alpha1.AppLink"),
+        ),
+        (
+            "maintainers",
+            Ty::List(&Ty::Struct(&MAINTAINER), "[]v1alpha1.Maintainer"),
+        ),
+        ("maturity", S),
+        ("minKubeVersion", S),
+        (
+            "nativeAPIs",
+            Ty::List(&Ty::Struct(&NATIVE_GVK), "[]v1.GroupVersionKind"),
+        ),
+        ("provider", Ty::Struct(&APP_LINK)),
+    ],
+};
+
+/// The Go struct upstream decodes a property type into, if it has one.
+fn schema_of(ty: &str) -> Option<&'static Struct> {
+    Some(match ty {
+        "olm.package" => &PACKAGE,
+        "olm.package.required" => &PACKAGE_REQUIRED,
+        "olm.gvk" => &GVK,
+        "olm.gvk.required" => &GVK_REQUIRED,
+        "olm.bundle.object" => &BUNDLE_OBJECT,
+        "olm.csv.metadata" => &CSV_METADATA,
+        "olm.channel" => &CHANNEL,
+        _ => return None,
+    })
+}
+
+/// Go's message for a value that is missing (empty raw JSON).
+pub const EMPTY_VALUE: &str = "unexpected end of JSON input";
+
+/// Decodes a property value (canonical JSON, or "" when the property had no `value`) the way
+/// upstream's `property.Parse` does; the error is Go's text.
+pub fn check(ty: &str, value: &str) -> Result<(), String> {
+    if value.is_empty() {
+        return Err(EMPTY_VALUE.into());
+    }
+    let Some(schema) = schema_of(ty) else {
+        return serde_json::from_str::<serde::de::IgnoredAny>(value)
+            .map(|_| ())
+            .map_err(|e| e.to_string());
+    };
+    let v: Value = serde_json::from_str(value).map_err(|e| e.to_string())?;
+    let mut ctx = Ctx::default();
+    decode(&v, Ty::Struct(schema), &mut ctx)
+}
+
+/// Go's error context: the innermost struct being filled and the JSON field path to the value.
+#[derive(Default)]
+struct Ctx {
+    strukt: Option<&'static str>,
+    path: Vec<&'static str>,
+}
+
+impl Ctx {
+    fn type_error(&self, found: &str, ty: &str) -> String {
+        match self.strukt {
+            Some(s) => format!(
+                "json: cannot unmarshal {found} into Go struct field {s}.{} of type {ty}",
+                self.path.join(".")
+            ),
+            None => format!("json: cannot unmarshal {found} into Go value of type {ty}"),
+        }
+    }
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+fn decode(v: &Value, ty: Ty, ctx: &mut Ctx) -> Result<(), String> {
+    if v.is_null() {
+        return Ok(());
+    }
+    match (ty, v) {
+        (Ty::Raw, _) | (Ty::Str(_), Value::String(_)) | (Ty::Bool, Value::Bool(_)) => Ok(()),
+        (Ty::Int32, Value::Number(n)) => match n.as_i64() {
+            Some(i) if i32::try_from(i).is_ok() => Ok(()),
+            _ => Err(ctx.type_error(&format!("number {n}"), "int32")),
+        },
+        (Ty::Bytes, Value::String(s)) => match go_base64_error(s) {
+            Some(at) => Err(format!("illegal base64 data at input byte {at}")),
+            None => Ok(()),
+        },
+        (Ty::StrMap, Value::Object(m)) => {
+            for x in m.values() {
+                decode(x, S, ctx)?;
+            }
+            Ok(())
+        }
+        (Ty::List(elem, _), Value::Array(a)) => {
+            for x in a {
+                decode(x, *elem, ctx)?;
+            }
+            Ok(())
+        }
+        (Ty::Struct(st), Value::Object(m)) => {
+            for (k, x) in m {
+                let Some((name, fty)) = st
+                    .fields
+                    .iter()
+                    .find(|(f, _)| *f == k)
+                    .or_else(|| st.fields.iter().find(|(f, _)| f.eq_ignore_ascii_case(k)))
+                else {
+                    continue;
+                };
+                let saved = ctx.strukt.replace(st.name);
+                ctx.path.push(name);
+                let r = decode(x, *fty, ctx);
+                ctx.path.pop();
+                ctx.strukt = saved;
+                r?;
+            }
+            Ok(())
+        }
+        (ty, v) => Err(ctx.type_error(kind(v), type_name(ty))),
+    }
+}
+
+fn type_name(ty: Ty) -> &'static str {
+    match ty {
+        Ty::Str(n) => n,
+        Ty::Bool => "bool",
+        Ty::Int32 => "int32",
+        Ty::Bytes => "[]uint8",
+        Ty::Raw => "json.RawMessage",
+        Ty::StrMap => "map[string]string",
+        Ty::List(_, n) => n,
+        Ty::Struct(s) => s.qualified,
+    }
+}
+
+/// Where Go's standard base64 decoder (padding required, CR and LF skipped, trailing bits
+/// ignored) stops on `s`: the byte offset it reports, or `None` when `s` decodes.
+pub fn go_base64_error(s: &str) -> Option<usize> {
+    let b = s.as_bytes();
+    let alphabet = |c: u8| c.is_ascii_alphanumeric() || c == b'+' || c == b'/';
+    let newline = |c: u8| c == b'\n' || c == b'\r';
+    let mut i = 0;
+    loop {
+        // One quantum of four significant characters.
+        let mut j = 0;
+        while j < 4 {
+            if i == b.len() {
+                return match j {
+                    0 => None,
+                    _ => Some(i - j),
+                };
+            }
+            let c = b[i];
+            i += 1;
+            if alphabet(c) {
+                j += 1;
+                continue;
+            }
+            if newline(c) {
+                continue;
+            }
+            if c != b'=' || j < 2 {
+                return Some(i - 1);
+            }
+            if j == 2 {
+                // "==" is expected; the first '=' is consumed.
+                while i < b.len() && newline(b[i]) {
+                    i += 1;
+                }
+                if i == b.len() {
+                    return Some(b.len());
+                }
+                if b[i] != b'=' {
+                    return Some(i - 1);
+                }
+                i += 1;
+            }
+            while i < b.len() && newline(b[i]) {
+                i += 1;
+            }
+            return (i < b.len()).then_some(i);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn go_type_errors() {
+        let cases = [
+            ("olm.package", r#""x""#, "json: cannot unmarshal string into Go value of type property.Package"),
+            ("olm.package", r#"{"packageName":5}"#, "json: cannot unmarshal number into Go struct field Package.packageName of type string"),
+            ("olm.gvk", r#"{"Group":true}"#, "json: cannot unmarshal bool into Go struct field GVK.group of type string"),
+            ("olm.csv.metadata", r#"{"provider":{"name":[]}}"#, "json: cannot unmarshal array into Go struct field AppLink.provider.name of type string"),
+            ("olm.csv.metadata", r#"{"labels":"x"}"#, "json: cannot unmarshal string into Go struct field CSVMetadata.labels of type map[string]string"),
+            ("olm.csv.metadata", r#"{"apiServiceDefinitions":{"owned":[{"containerPort":1.5}]}}"#, "json: cannot unmarshal number 1.5 into Go struct field APIServiceDescription.apiServiceDefinitions.owned.containerPort of type int32"),
+            ("olm.bundle.object", r#"{"data":"a"}"#, "illegal base64 data at input byte 0"),
+            ("olm.channel", "", "unexpected end of JSON input"),
+        ];
+        for (ty, v, want) in cases {
+            assert_eq!(check(ty, v).unwrap_err(), want, "{ty} {v}");
+        }
+        for (ty, v) in [
+            ("olm.package", r#"{"packageName":null,"extra":[1]}"#),
+            ("olm.constraint", r#"{"cel":5}"#),
+            (
+                "olm.csv.metadata",
+                r#"{"crdDescriptions":{"owned":[{"specDescriptors":[{"value":{"a":[1]}}]}]}}"#,
+            ),
+        ] {
+            assert_eq!(check(ty, v), Ok(()), "{ty} {v}");
+        }
+    }
+
+    #[test]
+    fn go_base64_offsets() {
+        for ok in ["", "PHN2Zz4=", "PHN2\nZz4=", "YQ==", "YR=="] {
+            assert_eq!(go_base64_error(ok), None, "{ok}");
+        }
+        for (bad, at) in [
+            ("abc", 0),
+            ("PHN2Zz4", 4),
+            ("PHN2Zz4*", 7),
+            ("a===", 1),
+            ("YQ=", 3),
+            ("YQ==x", 4),
+            ("not base64!", 3),
+        ] {
+            assert_eq!(go_base64_error(bad), Some(at), "{bad}");
+        }
+    }
+}
