@@ -13,6 +13,8 @@
 //! * [`catalog`]: reads every input format (FBC, package manifests, bundle directories,
 //!   legacy SQLite indexes, opreg databases) into [`model`] declarations and assembles them.
 //!   [`catalog::fbc`] also renders a catalog back to FBC.
+//! * [`image`]: image references as SOURCEs: pulls catalog, index and bundle images from
+//!   registries or OCI layouts and hands their labelled content to the [`catalog`] readers.
 //! * [`model`]: the catalog as plain data: packages → channels → entries, bundles with
 //!   properties. No I/O, no rules.
 //! * [`graph`]: the update-graph rules, once: which entry upgrades from which bundle
@@ -54,6 +56,7 @@ pub mod cli;
 pub mod demo;
 pub mod diag;
 pub mod graph;
+pub mod image;
 pub mod json;
 pub mod model;
 pub mod server;

@@ -69,6 +69,8 @@ pub struct Args {
     #[arg(long, env = "OPREG_THREADS", value_name = "N",
           value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub threads: Option<u16>,
+    #[command(flatten)]
+    pub image: crate::image::ImageArgs,
 }
 
 pub fn run(a: Args) -> i32 {
@@ -141,8 +143,11 @@ async fn run_async(mut a: Args) -> Result<()> {
     if a.cache_only {
         let dir = a.cache_dir.clone();
         let src = a.source.clone();
-        tokio::task::spawn_blocking(move || prepare(src.as_deref(), dir.as_deref(), enforce))
-            .await??;
+        let image = a.image.clone();
+        tokio::task::spawn_blocking(move || {
+            prepare(src.as_deref(), dir.as_deref(), enforce, &image)
+        })
+        .await??;
         tracing::info!("cache is ready");
         return Ok(());
     }
@@ -151,9 +156,9 @@ async fn run_async(mut a: Args) -> Result<()> {
         port: a.port,
         grace: Duration::from_secs_f64(a.grace_period.max(0.0)),
     };
-    let (src, dir) = (a.source.clone(), a.cache_dir.clone());
+    let (src, dir, image) = (a.source.clone(), a.cache_dir.clone(), a.image.clone());
     crate::server::serve(listener, opts, move || {
-        let (store, tmp) = prepare(src.as_deref(), dir.as_deref(), enforce)?;
+        let (store, tmp) = prepare(src.as_deref(), dir.as_deref(), enforce, &image)?;
         // The temporary directory must outlive the server; it is removed at process exit.
         std::mem::forget(tmp);
         Ok(store)
@@ -164,16 +169,18 @@ async fn run_async(mut a: Args) -> Result<()> {
 /// SOURCE, or `None` (the demo) when `fallback_demo` is set and SOURCE does not exist.
 fn effective_source(source: Option<PathBuf>, fallback_demo: bool) -> Option<PathBuf> {
     match source {
-        Some(src) if fallback_demo => match std::fs::symlink_metadata(&src) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                tracing::info!(
-                    source = %src.display(),
-                    "SOURCE does not exist; serving the embedded demo catalog (--fallback-demo)"
-                );
-                None
+        Some(src) if fallback_demo && crate::image::is_local(&src) => {
+            match std::fs::symlink_metadata(&src) {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    tracing::info!(
+                        source = %src.display(),
+                        "SOURCE does not exist; serving the embedded demo catalog (--fallback-demo)"
+                    );
+                    None
+                }
+                _ => Some(src),
             }
-            _ => Some(src),
-        },
+        }
         other => other,
     }
 }
@@ -184,12 +191,22 @@ fn prepare(
     source: Option<&Path>,
     cache_dir: Option<&Path>,
     enforce: bool,
+    image: &crate::image::ImageArgs,
 ) -> Result<(Store, Option<TempDirGuard>)> {
+    // An image SOURCE is pulled here, while health still says NOT_SERVING.
+    let resolved = match source {
+        Some(s) => crate::image::resolve(&[s.to_path_buf()], image, false)?,
+        None => crate::image::Resolved::default(),
+    };
+    let source = resolved.paths.first().map(PathBuf::as_path);
     if let Some(src) = source {
         if crate::catalog::detect(src).with_context(|| format!("cannot read {}", src.display()))?
             == SourceKind::OpregDb
         {
-            return Ok((Store::open_unverified(src)?, None));
+            let store = Store::open_unverified(src)?;
+            // A database inside an image is served from the unpacked copy, kept until exit.
+            std::mem::forget(resolved);
+            return Ok((store, None));
         }
     }
     let (dir, guard) = match cache_dir {
@@ -238,8 +255,13 @@ fn prepare(
         crate::demo::catalog().map_err(|d| anyhow::anyhow!("demo catalog is invalid: {d}"))?
     } else {
         let mut warnings = Vec::new();
-        let cat = crate::catalog::load_sources(&sources, &mut warnings)
-            .map_err(|d| anyhow::anyhow!("{d}"))?;
+        let (cat, errors) =
+            crate::catalog::load_sources_with(&sources, &mut warnings, &mut |b, _| {
+                resolved.finish_bundle(b)
+            });
+        if !errors.is_empty() {
+            bail!("{}", crate::diag::Diagnostics(errors));
+        }
         for w in warnings {
             tracing::warn!("{w}");
         }
@@ -252,7 +274,11 @@ fn prepare(
         }
         cat
     };
-    crate::store::write_catalog(&cat, &db, &digest, &mut |_, _| {})?;
+    let builder = crate::store::Builder::create(&db)?;
+    if let Some(images) = resolved.catalog_info() {
+        builder.set_info("images", &images)?;
+    }
+    builder.finish(&cat, &digest, &mut |_, _| {})?;
     make_world_readable(&db);
     Ok((Store::open_unverified(&db)?, guard))
 }
@@ -360,7 +386,7 @@ mod tests {
     fn cache_is_readable_by_other_users() {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
-        let (_store, _) = prepare(None, Some(dir.path()), false).unwrap();
+        let (_store, _) = prepare(None, Some(dir.path()), false, &Default::default()).unwrap();
         let mode = std::fs::metadata(dir.path().join(CACHE_DB))
             .unwrap()
             .permissions()
