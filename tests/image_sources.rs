@@ -5,96 +5,11 @@
 mod common;
 mod registry_support;
 
+use registry_support::ctx::*;
 use registry_support::*;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 use std::time::{Duration, Instant};
-
-/// An isolated environment for the binary: its own HOME, cache, temp dir and no auth files
-/// but the ones a test writes.
-struct Ctx {
-    dir: tempfile::TempDir,
-}
-
-impl Ctx {
-    fn new() -> Ctx {
-        let c = Ctx {
-            dir: tempfile::tempdir().unwrap(),
-        };
-        std::fs::create_dir_all(c.tmp()).unwrap();
-        c
-    }
-    fn path(&self, rel: &str) -> PathBuf {
-        self.dir.path().join(rel)
-    }
-    fn tmp(&self) -> PathBuf {
-        self.path("tmp")
-    }
-    fn cache(&self) -> PathBuf {
-        self.path("cache/opreg/images")
-    }
-    fn cmd(&self, args: &[&str], env: &[(&str, &Path)]) -> Command {
-        let mut c = Command::new(common::bin());
-        c.args(args)
-            .env("HOME", self.path("home"))
-            .env("XDG_CACHE_HOME", self.path("cache"))
-            .env("TMPDIR", self.tmp())
-            .env_remove("XDG_RUNTIME_DIR")
-            .env_remove("DOCKER_CONFIG")
-            .env_remove("REGISTRY_AUTH_FILE")
-            .env_remove("OPREG_LOG");
-        for (k, v) in env {
-            c.env(k, v);
-        }
-        c
-    }
-    /// Runs opreg; returns (exit code, stdout, stderr).
-    fn run_env(&self, args: &[&str], env: &[(&str, &Path)]) -> (i32, String, String) {
-        let out = self.cmd(args, env).output().unwrap();
-        (
-            out.status.code().unwrap_or(-1),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    }
-    fn run(&self, args: &[&str]) -> (i32, String, String) {
-        self.run_env(args, &[])
-    }
-}
-
-/// Renders a local SOURCE with opreg (the reference output).
-fn render_local(src: &Path) -> String {
-    let (code, out, err) = common::opreg(&["render", src.to_str().unwrap()]);
-    assert_eq!(code, 0, "{err}");
-    out
-}
-
-/// A directory holding `catalog.json` rendered from a shared package-manifest tree.
-fn fbc_dir(ctx: &Ctx, package: &str) -> PathBuf {
-    let d = ctx.path(&format!("fbc/{package}"));
-    std::fs::create_dir_all(&d).unwrap();
-    let src = common::shared(&format!("upstream-manifests/{package}"));
-    std::fs::write(d.join("catalog.json"), render_local(&src)).unwrap();
-    d
-}
-
-fn catalog_image(dir: &Path) -> Image {
-    Image::new(&[(CONFIGS, "/configs")]).layer(&dir_entries(dir, "configs"))
-}
-
-/// The one error line of a failed run.
-fn one_error_line(code: i32, err: &str, reference: &str) -> String {
-    assert_eq!(code, 1, "expected exit 1, stderr: {err}");
-    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("error")).collect();
-    assert_eq!(lines.len(), 1, "expected one error line: {err}");
-    assert!(
-        lines[0].contains(reference),
-        "the error names {reference}: {err}"
-    );
-    assert!(!err.contains("panicked"), "no panic allowed: {err}");
-    lines[0].to_string()
-}
 
 #[test]
 fn catalog_image_layers_and_whiteouts_render_like_the_local_catalog() {
@@ -208,41 +123,6 @@ fn legacy_index_image_renders_the_whole_catalog() {
     assert_eq!(out, render_local(&db));
     let (code, _, err) = ctx.run(&["validate", &reference, "--use-http"]);
     assert_eq!(code, 0, "{err}");
-}
-
-const BUNDLE_DIR: &str = "corpus/bundles-sample/certified-operators/operators/tvo-operator/6.1.10";
-
-fn bundle_image() -> Image {
-    let dir = common::shared(BUNDLE_DIR);
-    let labels = bundle_labels("tvo-operator", "6.1.x", "6.1.x");
-    let labels: Vec<(&str, &str)> = labels
-        .iter()
-        .map(|(k, v)| (k.as_str(), v.as_str()))
-        .collect();
-    let mut entries = dir_entries(&dir.join("manifests"), "manifests");
-    entries.extend(dir_entries(&dir.join("metadata"), "metadata"));
-    Image::new(&labels).layer(&entries)
-}
-
-/// The CSV of the shared bundle directory, read here independently of opreg.
-fn csv_of_bundle_dir() -> Value {
-    let dir = common::shared(BUNDLE_DIR).join("manifests");
-    for e in std::fs::read_dir(dir).unwrap() {
-        let text = std::fs::read_to_string(e.unwrap().path()).unwrap();
-        let v: Value = yaml_serde::from_str(&text).unwrap_or(Value::Null);
-        if v["kind"] == "ClusterServiceVersion" {
-            return v;
-        }
-    }
-    panic!("no CSV in {BUNDLE_DIR}");
-}
-
-fn local_bundle() -> Value {
-    let out = render_local(&common::shared(BUNDLE_DIR));
-    out.lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .find(|v| v["schema"] == "olm.bundle")
-        .unwrap()
 }
 
 #[test]
@@ -416,24 +296,6 @@ fn serve_pulls_validates_and_serves_an_image() {
     assert!(info.contains(&reference), "{info}");
 }
 
-/// A TCP server that accepts connections and never answers.
-fn silent_server() -> (u16, std::thread::JoinHandle<()>) {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = l.local_addr().unwrap().port();
-    let h = std::thread::spawn(move || {
-        let mut held = Vec::new();
-        l.set_nonblocking(true).unwrap();
-        let start = Instant::now();
-        while start.elapsed() < Duration::from_secs(40) {
-            if let Ok((s, _)) = l.accept() {
-                held.push(s);
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    });
-    (port, h)
-}
-
 #[test]
 fn serve_reports_not_serving_while_pulling_and_a_silent_registry_times_out() {
     let ctx = Ctx::new();
@@ -541,11 +403,7 @@ fn tls_registry_with_basic_auth() {
     let line = one_error_line(code, &err, &r);
     assert!(line.contains("unauthorized"), "{line}");
     // Wrong credentials first in the search order, right ones later: the first file wins.
-    let auth = |user: &str, pass: &str| {
-        use base64::Engine;
-        let enc = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{pass}"));
-        serde_json::json!({"auths": {reg.host(): {"auth": enc}}}).to_string()
-    };
+    let auth = |user: &str, pass: &str| auth_file(&reg.host(), user, pass);
     let wrong = ctx.path("wrong-auth.json");
     std::fs::write(&wrong, auth(USER, "not-the-password")).unwrap();
     let docker = ctx.path("docker");

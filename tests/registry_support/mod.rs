@@ -4,6 +4,8 @@
 //! schema 2 manifests, indexes) and pushed through the registry HTTP API; OCI layouts on disk.
 #![allow(dead_code)]
 
+pub mod ctx;
+
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -288,6 +290,13 @@ pub fn basic(user: &str, pass: &str) -> String {
         "Basic {}",
         base64::engine::general_purpose::STANDARD.encode(format!("{user}:{pass}"))
     )
+}
+
+/// A docker config file with `auths.HOST.auth` = base64 `user:pass`.
+pub fn auth_file(host: &str, user: &str, pass: &str) -> String {
+    use base64::Engine;
+    let enc = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{pass}"));
+    serde_json::json!({"auths": {host: {"auth": enc}}}).to_string()
 }
 
 pub fn free_port() -> u16 {
