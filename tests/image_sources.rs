@@ -264,20 +264,7 @@ fn serve_pulls_validates_and_serves_an_image() {
     ];
     for _ in 0..2 {
         let server = common::Server::start(&args);
-        let rt = tokio::runtime::Runtime::new().unwrap();
-        let names: Vec<String> = rt.block_on(async {
-            let mut c = server.registry().await;
-            let mut s = c
-                .list_packages(opreg::api::ListPackageRequest {})
-                .await
-                .unwrap()
-                .into_inner();
-            let mut v = Vec::new();
-            while let Some(p) = s.message().await.unwrap() {
-                v.push(p.name);
-            }
-            v
-        });
+        let names = list_packages(&server);
         assert_eq!(names, vec!["etcd".to_string()]);
         assert_eq!(server.terminate(), Some(0));
     }
@@ -303,40 +290,16 @@ fn serve_reports_not_serving_while_pulling_and_a_silent_registry_times_out() {
     let reference = format!("127.0.0.1:{port}/cat:v1");
     let grpc = common::free_port();
     let started = Instant::now();
+    let args = format!("serve {reference} --use-http --registry-timeout 3 -p {grpc} -t /dev/null");
+    let args: Vec<&str> = args.split(' ').collect();
     let child = ctx
-        .cmd(
-            &[
-                "serve",
-                &reference,
-                "--use-http",
-                "--registry-timeout",
-                "3",
-                "-p",
-                &grpc.to_string(),
-                "-t",
-                "/dev/null",
-            ],
-            &[],
-        )
+        .cmd(&args, &[])
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let rt = tokio::runtime::Runtime::new().unwrap();
     let mut seen_not_serving = false;
     while started.elapsed() < Duration::from_secs(3) && !seen_not_serving {
-        seen_not_serving = rt.block_on(async {
-            let Ok(ch) =
-                tonic::transport::Endpoint::from_shared(format!("http://127.0.0.1:{grpc}"))
-                    .unwrap()
-                    .connect()
-                    .await
-            else {
-                return false;
-            };
-            let mut c = tonic_health::pb::health_client::HealthClient::new(ch);
-            matches!(c.check(tonic_health::pb::HealthCheckRequest { service: String::new() }).await,
-                     Ok(r) if r.get_ref().status == 2)
-        });
+        seen_not_serving = health_status(grpc) == Some(2);
         std::thread::sleep(Duration::from_millis(50));
     }
     assert!(
@@ -595,4 +558,38 @@ fn oci_layout_with_zstd_layers_works_offline() {
     let (code, _, err) = ctx.run(&["render", &src]);
     let line = one_error_line(code, &err, &src);
     assert!(line.contains("not found"), "{line}");
+}
+
+#[test]
+fn bearer_token_flow_with_credentials() {
+    let reg = Registry::token_auth();
+    let ctx = Ctx::new();
+    let etcd = fbc_dir(&ctx, "etcd");
+    reg.push("secure/cat", "v1", &catalog_image(&etcd));
+    let r = format!("{}/secure/cat:v1", reg.host());
+    // Anonymous: the token server refuses.
+    let (code, _, err) = ctx.run(&["render", &r, "--use-http"]);
+    let line = one_error_line(code, &err, &r);
+    assert!(line.contains("unauthorized"), "{line}");
+    // Credentials from $XDG_RUNTIME_DIR/containers/auth.json: a token, then the image.
+    let run = ctx.path("run");
+    std::fs::create_dir_all(run.join("containers")).unwrap();
+    let auth = auth_file(&reg.host(), USER, PASSWORD);
+    std::fs::write(run.join("containers/auth.json"), auth).unwrap();
+    let (code, out, err) = ctx.run_env(&["render", &r, "--use-http"], &[("XDG_RUNTIME_DIR", &run)]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, render_local(&etcd));
+    let log = reg
+        .token_server
+        .as_ref()
+        .unwrap()
+        .log
+        .lock()
+        .unwrap()
+        .clone();
+    assert!(
+        log.iter()
+            .any(|l| l.starts_with("200 GET /token?scope=repository%3Asecure%2Fcat%3Apull")),
+        "{log:?}"
+    );
 }

@@ -148,3 +148,38 @@ pub fn silent_server() -> (u16, std::thread::JoinHandle<()>) {
     });
     (port, h)
 }
+
+/// Package names a running server lists.
+pub fn list_packages(server: &common::Server) -> Vec<String> {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let mut c = server.registry().await;
+        let mut s = c
+            .list_packages(opreg::api::ListPackageRequest {})
+            .await
+            .unwrap()
+            .into_inner();
+        let mut v = Vec::new();
+        while let Some(p) = s.message().await.unwrap() {
+            v.push(p.name);
+        }
+        v
+    })
+}
+
+/// The health status (1 SERVING, 2 NOT_SERVING) of a gRPC server on `port`, if it answers.
+pub fn health_status(port: u16) -> Option<i32> {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let ch = tonic::transport::Endpoint::from_shared(format!("http://127.0.0.1:{port}"))
+            .unwrap()
+            .connect()
+            .await
+            .ok()?;
+        let mut c = tonic_health::pb::health_client::HealthClient::new(ch);
+        let req = tonic_health::pb::HealthCheckRequest {
+            service: String::new(),
+        };
+        c.check(req).await.ok().map(|r| r.get_ref().status)
+    })
+}

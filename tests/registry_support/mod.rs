@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod ctx;
+pub mod token;
 
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -40,6 +41,10 @@ pub struct Registry {
     child: Child,
     pub port: u16,
     pub tls: bool,
+    /// The Authorization header the helpers push with.
+    pub push_auth: Option<String>,
+    /// The token server of a token-auth registry.
+    pub token_server: Option<token::TokenServer>,
     pub dir: tempfile::TempDir,
     agent: ureq::Agent,
 }
@@ -55,10 +60,21 @@ impl Registry {
         Self::start(true)
     }
 
+    /// A plain-HTTP registry using the bearer-token flow: its token server (in this process)
+    /// hands out tokens signed with a key the registry trusts, to USER / PASSWORD only.
+    pub fn token_auth() -> Registry {
+        Self::start_with(false, true)
+    }
+
     fn start(tls: bool) -> Registry {
+        Self::start_with(tls, false)
+    }
+
+    fn start_with(tls: bool, token: bool) -> Registry {
         need("docker-registry", "docker-registry");
         let dir = tempfile::tempdir().unwrap();
         let port = free_port();
+        let token_server = token.then(|| token::TokenServer::start(dir.path()));
         let mut config = format!(
             "version: 0.1\nlog: {{level: error, accesslog: {{disabled: true}}}}\n\
              storage: {{filesystem: {{rootdirectory: {}}}, delete: {{enabled: true}}}}\n\
@@ -99,6 +115,14 @@ impl Registry {
                 key.display(),
                 dir.path().join("htpasswd").display()
             ));
+        } else if let Some(t) = &token_server {
+            config.push_str(&format!(
+                "}}\nauth: {{token: {{realm: {}, service: {}, issuer: {}, rootcertbundle: {}}}}}\n",
+                t.realm(),
+                token::SERVICE,
+                token::ISSUER,
+                t.cert.display()
+            ));
         } else {
             config.push_str("}\n");
         }
@@ -122,10 +146,17 @@ impl Registry {
             .timeout_global(Some(Duration::from_secs(30)))
             .build()
             .new_agent();
+        let push_auth = match &token_server {
+            Some(t) => Some(format!("Bearer {}", t.mint())),
+            None if tls => Some(basic(USER, PASSWORD)),
+            None => None,
+        };
         let mut r = Registry {
             child,
             port,
             tls,
+            push_auth,
+            token_server,
             dir,
             agent,
         };
@@ -170,10 +201,9 @@ impl Registry {
         &self,
         req: ureq::RequestBuilder<ureq::typestate::WithBody>,
     ) -> ureq::RequestBuilder<ureq::typestate::WithBody> {
-        if self.tls {
-            req.header("Authorization", basic(USER, PASSWORD))
-        } else {
-            req
+        match &self.push_auth {
+            Some(h) => req.header("Authorization", h),
+            None => req,
         }
     }
 
@@ -269,8 +299,8 @@ impl Registry {
         let mut req = self
             .agent
             .delete(&format!("{}/v2/{repo}/blobs/{digest}", self.base()));
-        if self.tls {
-            req = req.header("Authorization", basic(USER, PASSWORD));
+        if let Some(h) = &self.push_auth {
+            req = req.header("Authorization", h);
         }
         let st = req.call().unwrap().status().as_u16();
         assert_eq!(st, 202, "blob delete");
