@@ -12,7 +12,8 @@ use std::path::{Path, PathBuf};
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Catalog sources: FBC directories or files, package-manifest or bundle directories,
-    /// legacy SQLite indexes, or opreg databases. Several sources combine into one catalog.
+    /// legacy SQLite indexes, opreg databases, or image references (`registry/repo:tag`,
+    /// `oci:DIR:TAG`). Several sources combine into one catalog.
     #[arg(required = true, value_name = "SOURCE")]
     pub sources: Vec<PathBuf>,
     /// The database to write.

@@ -114,7 +114,7 @@ impl Registry {
         if challenges.iter().any(|c| c.scheme == "basic") {
             let Some(cred) = &self.credential else {
                 bail!(
-                    "unauthorized: the registry requires credentials and none were found for {} (see --help for the auth files read)",
+                    "unauthorized: the registry requires credentials and none were found for {} in $REGISTRY_AUTH_FILE, $XDG_RUNTIME_DIR/containers/auth.json, $DOCKER_CONFIG/config.json or ~/.docker/config.json",
                     self.host
                 );
             };
