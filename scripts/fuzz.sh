@@ -44,6 +44,9 @@ targets=(
     blang:256:ranges
     masterminds:256:ranges
     legacy_index:32768:
+    image_manifest:8192:
+    www_authenticate:1024:
+    image_layer:65536:
 )
 
 # --debug-assertions: integer overflow and debug_assert! count as crashes too.

@@ -30,6 +30,9 @@
 //! * [`wire`]: model → `api.Bundle` (field-fill rules, csvJson synthesis).
 //! * [`store`]: the SQLite store: schema from `migrations/`, atomic writes of a
 //!   `ValidCatalog`, materialized edges, read-only queries.
+//! * [`image`]: image references as SOURCEs: pulls catalog, index and bundle images from
+//!   registries or OCI layouts into a private directory whose labelled content the
+//!   [`catalog`] readers then read, like any path.
 //! * [`source`]: SOURCE arguments: telling formats apart and reading any mix of them (the
 //!   catalog readers, or the store for opreg's own databases).
 //! * [`server`]: the gRPC surface: `api.Registry`, `api.ExperimentalRegistry`,
@@ -63,6 +66,7 @@ pub mod cli;
 pub mod demo;
 pub mod diag;
 pub mod graph;
+pub mod image;
 pub mod imageref;
 pub mod json;
 pub mod model;

@@ -48,6 +48,8 @@ pub struct Args {
     /// of the package, or NAME@VERSION).
     #[arg(long, value_name = "VERSION")]
     pub from: Option<String>,
+    #[command(flatten)]
+    pub image: crate::image::ImageArgs,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -57,7 +59,13 @@ pub enum Format {
 }
 
 pub fn run(a: Args) -> i32 {
-    let cat = match super::load_valid(&a.sources, false, false) {
+    let resolved = match crate::image::resolve_or_exit(&a.sources, &a.image, false) {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
+    let cat = match super::load_valid_with(&resolved.paths, false, false, &mut |b, _| {
+        resolved.finish_bundle(b)
+    }) {
         Ok(c) => c,
         Err(code) => return code,
     };

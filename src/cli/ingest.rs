@@ -12,7 +12,8 @@ use std::path::{Path, PathBuf};
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Catalog sources: FBC directories or files, package-manifest or bundle directories,
-    /// legacy SQLite indexes, or opreg databases. Several sources combine into one catalog.
+    /// legacy SQLite indexes, opreg databases, or image references (`registry/repo:tag`,
+    /// `oci:DIR:TAG`). Several sources combine into one catalog.
     #[arg(required = true, value_name = "SOURCE")]
     pub sources: Vec<PathBuf>,
     /// The database to write.
@@ -21,11 +22,17 @@ pub struct Args {
     /// Print nothing but errors (no progress, no warnings).
     #[arg(short, long)]
     pub quiet: bool,
+    #[command(flatten)]
+    pub image: crate::image::ImageArgs,
 }
 
 pub fn run(a: Args) -> i32 {
     let progress = super::show_progress(a.quiet);
-    match ingest(&a.sources, &a.output, progress, a.quiet) {
+    let resolved = match crate::image::resolve_or_exit(&a.sources, &a.image, a.quiet) {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
+    match ingest_resolved(&resolved, &a.output, progress, a.quiet) {
         Ok(cat) => {
             if !a.quiet {
                 eprintln!(
@@ -58,6 +65,23 @@ pub fn ingest(
     progress: bool,
     quiet: bool,
 ) -> Result<crate::validate::ValidCatalog, i32> {
+    ingest_resolved(
+        &crate::image::Resolved::local(sources),
+        output,
+        progress,
+        quiet,
+    )
+}
+
+/// [`ingest`] of SOURCEs some of which were images: bundles from bundle images are finished as
+/// `opm render` does, and the images' digests are recorded in the catalog info (`images`).
+pub fn ingest_resolved(
+    resolved: &crate::image::Resolved,
+    output: &Path,
+    progress: bool,
+    quiet: bool,
+) -> Result<crate::validate::ValidCatalog, i32> {
+    let sources = &resolved.paths[..];
     let fail = |e: anyhow::Error| {
         eprintln!("error: {e:#}");
         super::EXIT_FAILURE
@@ -76,6 +100,7 @@ pub fn ingest(
             Ok(builder)
         });
         let mut sink = |b: Bundle, diags: &mut Vec<Diagnostic>| {
+            let b = resolved.finish_bundle(b);
             let light = crate::validate::bundle_rules_then_lighten(&b, diags);
             // If the writer has stopped, its error is reported below.
             let _ = tx.send(b);
@@ -98,6 +123,9 @@ pub fn ingest(
     let cat = loaded?;
     let builder = written.map_err(fail)?;
     let digest = digest.map_err(|e| fail(anyhow::anyhow!("cannot read sources: {e}")))?;
+    if let Some(images) = resolved.catalog_info() {
+        builder.set_info("images", &images).map_err(fail)?;
+    }
     with_bar(cat.packages.len() as u64, progress, |tick| {
         builder.finish(&cat, &digest, tick)
     })

@@ -1,34 +1,77 @@
 //! `opreg render`: write SOURCEs as FBC to stdout.
 
 use crate::catalog::fbc::{self, RenderFormat};
+use crate::image::opm::MigrateLevel;
 use std::io::Write;
 use std::path::PathBuf;
 
 /// Write the catalog read from SOURCEs as a file-based catalog on stdout.
 ///
 /// The output is stable: rendering it, ingesting it and rendering again gives the same bytes.
-/// JSON output is one object per line; YAML output is a `---`-separated stream.
+/// JSON output is one object per line; YAML output is a `---`-separated stream. A SOURCE may be
+/// an image reference: a catalog or index image is rendered whole, a bundle image as the one
+/// `olm.bundle` that `opm render` writes for it.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[arg(required = true, value_name = "SOURCE")]
     pub sources: Vec<PathBuf>,
     #[arg(short = 'o', long, value_enum, default_value_t = RenderFormat::Json)]
     pub output_format: RenderFormat,
+    /// The last of opm's migrations to run on the rendered bundles.
+    #[arg(long, value_enum, default_value_t = MigrateLevel::None)]
+    pub migrate_level: MigrateLevel,
+    #[command(flatten)]
+    pub image: crate::image::ImageArgs,
 }
 
 pub fn run(a: Args) -> i32 {
-    let cat = match super::load_valid(&a.sources, false, false) {
-        Ok(c) => c,
+    let resolved = match crate::image::resolve_or_exit(&a.sources, &a.image, false) {
+        Ok(r) => r,
         Err(code) => return code,
     };
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    match fbc::render(&cat, a.output_format, &mut out).and_then(|_| out.flush()) {
-        Ok(()) => super::EXIT_OK,
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => super::EXIT_OK,
-        Err(e) => {
-            eprintln!("error: writing output: {e}");
-            super::EXIT_FAILURE
+    // As opm does, each bundle image is rendered on its own, as one olm.bundle; runs of other
+    // SOURCEs are read together as one catalog. Output follows the order of SOURCEs.
+    let mut i = 0;
+    while i < resolved.paths.len() {
+        let bundle_image = resolved.images[i]
+            .as_ref()
+            .is_some_and(|img| matches!(img.kind, crate::image::kind::ImageKind::Bundle { .. }));
+        let mut j = i + 1;
+        while !bundle_image
+            && j < resolved.paths.len()
+            && !resolved.images[j]
+                .as_ref()
+                .is_some_and(|img| matches!(img.kind, crate::image::kind::ImageKind::Bundle { .. }))
+        {
+            j += 1;
         }
+        let cat = match super::load_valid_with(&resolved.paths[i..j], false, false, &mut |b, _| {
+            resolved.finish_bundle(b)
+        }) {
+            Ok(c) => c,
+            Err(code) => return code,
+        };
+        // Rendering writes what was read; the migration changes only how bundles are written.
+        let mut cat = cat.into_inner();
+        crate::image::opm::migrate(&mut cat, a.migrate_level);
+        let written = if bundle_image {
+            cat.packages
+                .values()
+                .flat_map(|p| p.bundles.values())
+                .try_for_each(|b| fbc::render_bundle(b, a.output_format, &mut out))
+        } else {
+            fbc::render(&cat, a.output_format, &mut out)
+        };
+        if let Err(e) = written.and_then(|_| out.flush()) {
+            if e.kind() == std::io::ErrorKind::BrokenPipe {
+                return super::EXIT_OK;
+            }
+            eprintln!("error: writing output: {e}");
+            return super::EXIT_FAILURE;
+        }
+        i = j;
     }
+    super::EXIT_OK
 }

@@ -66,6 +66,8 @@ pub struct Args {
     #[arg(long, env = "OPREG_THREADS", value_name = "N",
           value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub threads: Option<u16>,
+    #[command(flatten)]
+    pub image: crate::image::ImageArgs,
 }
 
 pub fn run(a: Args) -> i32 {
@@ -133,8 +135,11 @@ async fn run_async(mut a: Args) -> Result<()> {
     if a.cache_only {
         let dir = a.cache_dir.clone();
         let src = a.source.clone();
-        tokio::task::spawn_blocking(move || prepare(src.as_deref(), dir.as_deref(), enforce))
-            .await??;
+        let image = a.image.clone();
+        tokio::task::spawn_blocking(move || {
+            prepare(src.as_deref(), dir.as_deref(), enforce, &image)
+        })
+        .await??;
         tracing::info!("cache is ready");
         return Ok(());
     }
@@ -143,13 +148,13 @@ async fn run_async(mut a: Args) -> Result<()> {
         port: a.port,
         grace: a.grace_period,
     };
-    let (src, dir) = (a.source.clone(), a.cache_dir.clone());
+    let (src, dir, image) = (a.source.clone(), a.cache_dir.clone(), a.image.clone());
     // The temporary directory holding the database (no --cache-dir) lives as long as the
     // server: it is removed when serve returns, after a clean shutdown or a failure.
     let temp_dir = std::sync::Arc::new(std::sync::Mutex::new(None));
     let keep = temp_dir.clone();
     let served = crate::server::serve(listener, opts, move || {
-        let (store, tmp) = prepare(src.as_deref(), dir.as_deref(), enforce)?;
+        let (store, tmp) = prepare(src.as_deref(), dir.as_deref(), enforce, &image)?;
         if let Ok(mut k) = keep.lock() {
             *k = tmp;
         }
@@ -176,16 +181,18 @@ fn parse_seconds(s: &str) -> Result<Duration, String> {
 /// SOURCE, or `None` (the demo) when `fallback_demo` is set and SOURCE does not exist.
 fn effective_source(source: Option<PathBuf>, fallback_demo: bool) -> Option<PathBuf> {
     match source {
-        Some(src) if fallback_demo => match std::fs::symlink_metadata(&src) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                tracing::info!(
-                    source = %src.display(),
-                    "SOURCE does not exist; serving the embedded demo catalog (--fallback-demo)"
-                );
-                None
+        Some(src) if fallback_demo && crate::image::is_local(&src) => {
+            match std::fs::symlink_metadata(&src) {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    tracing::info!(
+                        source = %src.display(),
+                        "SOURCE does not exist; serving the embedded demo catalog (--fallback-demo)"
+                    );
+                    None
+                }
+                _ => Some(src),
             }
-            _ => Some(src),
-        },
+        }
         other => other,
     }
 }
@@ -196,12 +203,22 @@ fn prepare(
     source: Option<&Path>,
     cache_dir: Option<&Path>,
     enforce: bool,
+    image: &crate::image::ImageArgs,
 ) -> Result<(Store, Option<TempDirGuard>)> {
+    // An image SOURCE is pulled here, while health still says NOT_SERVING.
+    let resolved = match source {
+        Some(s) => crate::image::resolve(&[s.to_path_buf()], image, false)?,
+        None => crate::image::Resolved::default(),
+    };
+    let source = resolved.paths.first().map(PathBuf::as_path);
     if let Some(src) = source {
         if crate::source::detect(src).with_context(|| format!("cannot read {}", src.display()))?
             == SourceKind::OpregDb
         {
-            return Ok((Store::open_unverified(src)?, None));
+            let store = Store::open_unverified(src)?;
+            // A database inside an image is served from the unpacked copy, kept until exit.
+            std::mem::forget(resolved);
+            return Ok((store, None));
         }
     }
     let (dir, guard) = match cache_dir {
@@ -250,14 +267,21 @@ fn prepare(
         crate::demo::catalog().map_err(|d| anyhow::anyhow!("demo catalog is invalid: {d}"))?
     } else {
         let mut warnings = Vec::new();
-        let (cat, mut errors) = crate::source::load_sources_partial(&sources, &mut warnings);
+        let (cat, mut errors) =
+            crate::source::load_sources_with(&sources, &mut warnings, &mut |b, _| {
+                resolved.finish_bundle(b)
+            });
         let valid = crate::validate::check(cat, &mut errors, &mut warnings);
         for w in warnings {
             tracing::warn!("{w}");
         }
         valid.map_err(|_| anyhow::anyhow!("{}", crate::diag::Diagnostics(errors)))?
     };
-    crate::store::write_catalog(&cat, &db, &digest, &mut |_, _| {})?;
+    let builder = crate::store::Builder::create(&db)?;
+    if let Some(images) = resolved.catalog_info() {
+        builder.set_info("images", &images)?;
+    }
+    builder.finish(&cat, &digest, &mut |_, _| {})?;
     make_world_readable(&db);
     Ok((Store::open_unverified(&db)?, guard))
 }
@@ -365,7 +389,7 @@ mod tests {
     fn cache_is_readable_by_other_users() {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
-        let (_store, _) = prepare(None, Some(dir.path()), false).unwrap();
+        let (_store, _) = prepare(None, Some(dir.path()), false, &Default::default()).unwrap();
         let mode = std::fs::metadata(dir.path().join(CACHE_DB))
             .unwrap()
             .permissions()

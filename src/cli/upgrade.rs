@@ -69,6 +69,8 @@ pub struct Args {
     /// upgrading the cluster beyond it.
     #[arg(long, value_name = "4.Y")]
     pub openshift_version: Option<String>,
+    #[command(flatten)]
+    pub image: crate::image::ImageArgs,
 }
 
 pub fn run(a: Args) -> i32 {
@@ -85,6 +87,10 @@ pub fn run(a: Args) -> i32 {
         semantics,
         openshift_version: a.openshift_version.clone().filter(|v| !v.trim().is_empty()),
     };
+    let resolved = match crate::image::resolve_or_exit(&a.sources, &a.image, true) {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
     let result = if a.demo {
         match crate::demo::catalog() {
             Ok(cat) => resolve::resolve(&*cat, &req).map_err(Into::into),
@@ -93,7 +99,7 @@ pub fn run(a: Args) -> i32 {
                 return super::EXIT_FAILURE;
             }
         }
-    } else if let [db] = a.sources.as_slice() {
+    } else if let [db] = resolved.paths.as_slice() {
         if crate::store::is_opreg_db(db) {
             match crate::store::Store::open(db) {
                 Ok(store) => {
@@ -102,10 +108,10 @@ pub fn run(a: Args) -> i32 {
                 Err(e) => return fail(&e),
             }
         } else {
-            from_sources(&a.sources, &req)
+            from_sources(&resolved, &req)
         }
     } else {
-        from_sources(&a.sources, &req)
+        from_sources(&resolved, &req)
     };
     let res = match result {
         Ok(r) => r,
@@ -134,8 +140,14 @@ impl From<resolve::ResolveError> for ResolveOrExit {
     }
 }
 
-fn from_sources(sources: &[PathBuf], req: &resolve::Request) -> Result<Resolution, ResolveOrExit> {
-    let cat = super::load_valid(sources, false, true).map_err(ResolveOrExit::Exit)?;
+fn from_sources(
+    resolved: &crate::image::Resolved,
+    req: &resolve::Request,
+) -> Result<Resolution, ResolveOrExit> {
+    let cat = super::load_valid_with(&resolved.paths, false, true, &mut |b, _| {
+        resolved.finish_bundle(b)
+    })
+    .map_err(ResolveOrExit::Exit)?;
     Ok(resolve::resolve(&*cat, req)?)
 }
 

@@ -15,10 +15,19 @@ pub struct Args {
     /// Print only errors.
     #[arg(short, long)]
     pub quiet: bool,
+    #[command(flatten)]
+    pub image: crate::image::ImageArgs,
 }
 
 pub fn run(a: Args) -> i32 {
-    match super::load_valid(&a.sources, super::show_progress(a.quiet), a.quiet) {
+    let resolved = match crate::image::resolve_or_exit(&a.sources, &a.image, a.quiet) {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
+    let progress = super::show_progress(a.quiet);
+    match super::load_valid_with(&resolved.paths, progress, a.quiet, &mut |b, _| {
+        resolved.finish_bundle(b)
+    }) {
         Ok(cat) => {
             if a.upgrades && !a.quiet {
                 for w in crate::validate::upgrade_lint::lint(&cat) {

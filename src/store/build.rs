@@ -92,6 +92,15 @@ impl Builder {
         Ok(())
     }
 
+    /// Records an extra `catalog_info` entry (for example the images a catalog came from).
+    pub fn set_info(&self, key: &str, value: &str) -> Result<()> {
+        self.conn.execute(
+            "INSERT OR REPLACE INTO catalog_info (key, value) VALUES (?1, ?2)",
+            [key, value],
+        )?;
+        Ok(())
+    }
+
     /// Writes everything else from the validated catalog, commits, syncs and renames the file
     /// over the output.
     pub fn finish(

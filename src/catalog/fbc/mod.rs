@@ -12,7 +12,7 @@ pub mod render;
 pub mod stream;
 
 pub use decode::to_decl;
-pub use render::{render, RenderFormat};
+pub use render::{render, render_bundle, RenderFormat};
 pub use stream::{decode_bytes, decode_file_chunked};
 
 use super::Decl;

@@ -39,6 +39,15 @@ pub fn render(
     Ok(())
 }
 
+/// Writes one bundle as an `olm.bundle` (what `opm render` writes for a bundle image).
+pub fn render_bundle(
+    b: &Bundle,
+    format: RenderFormat,
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    emit(&bundle_value(b), format, out)
+}
+
 /// A JSON object that keeps its keys in the order they were added (Go struct field order).
 struct Ordered(Vec<(String, Value)>);
 

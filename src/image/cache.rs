@@ -1,0 +1,231 @@
+//! The image cache: blobs (manifests, configs, layers) stored by digest under
+//! `DIR/blobs/sha256/HEX`, and the reader that verifies every blob as it streams.
+//!
+//! A blob is first written to a temporary file under `DIR/tmp/` while its digest is computed,
+//! and renamed into place only once digest and size match, so a killed pull leaves at most a
+//! stray temp file (removed by a later run), never a wrong blob under a digest's name.
+
+use anyhow::{bail, Context, Result};
+use sha2::{Digest, Sha256};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+/// A content-addressed blob store.
+#[derive(Clone, Debug)]
+pub struct BlobCache {
+    root: PathBuf,
+}
+
+/// The default cache directory: `$XDG_CACHE_HOME/opreg/images`, else `~/.cache/opreg/images`.
+pub fn default_dir() -> Option<PathBuf> {
+    let env = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    env("XDG_CACHE_HOME")
+        .or_else(|| env("HOME").map(|h| h.join(".cache")))
+        .map(|d| d.join("opreg/images"))
+}
+
+impl BlobCache {
+    pub fn open(dir: &Path) -> Result<BlobCache> {
+        for sub in ["blobs/sha256", "tmp"] {
+            std::fs::create_dir_all(dir.join(sub))
+                .with_context(|| format!("cannot create the image cache {}", dir.display()))?;
+        }
+        let c = BlobCache {
+            root: dir.to_path_buf(),
+        };
+        c.remove_stale_temp_files();
+        Ok(c)
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.root
+    }
+
+    fn path(&self, digest: &str) -> PathBuf {
+        let hex = digest.strip_prefix("sha256:").unwrap_or(digest);
+        self.root.join("blobs/sha256").join(hex)
+    }
+
+    /// The cached blob, if any.
+    pub fn open_blob(&self, digest: &str) -> Option<std::fs::File> {
+        std::fs::File::open(self.path(digest)).ok()
+    }
+
+    /// Removes a blob found to be corrupt.
+    pub fn evict(&self, digest: &str) {
+        let _ = std::fs::remove_file(self.path(digest));
+    }
+
+    /// Stores verified bytes.
+    pub fn put(&self, digest: &str, bytes: &[u8]) -> Result<()> {
+        let mut t = tempfile::NamedTempFile::new_in(self.root.join("tmp"))?;
+        t.write_all(bytes)?;
+        t.as_file().sync_all()?;
+        t.persist(self.path(digest))?;
+        Ok(())
+    }
+
+    /// Temp files of pulls killed more than an hour ago.
+    fn remove_stale_temp_files(&self) {
+        let Ok(entries) = std::fs::read_dir(self.root.join("tmp")) else {
+            return;
+        };
+        for e in entries.flatten() {
+            let old = e
+                .metadata()
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| t.elapsed().ok())
+                .is_some_and(|d| d.as_secs() > 3600);
+            if old {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+    }
+}
+
+/// `sha256:HEX` of `bytes`.
+pub fn digest_of(bytes: &[u8]) -> String {
+    format!("sha256:{:x}", Sha256::digest(bytes))
+}
+
+/// Checks bytes against a digest.
+pub fn verify_bytes(bytes: &[u8], digest: &str, what: &str) -> Result<()> {
+    let got = digest_of(bytes);
+    if got != digest {
+        bail!("digest mismatch for {what}: expected {digest}, got {got}");
+    }
+    Ok(())
+}
+
+/// A blob stream that is hashed and counted as it is read, optionally copied into the cache.
+/// Reading past the descriptor's size, or reaching the end with the wrong digest, is an error.
+pub struct Verify<R: Read> {
+    inner: R,
+    digest: String,
+    size: u64,
+    hasher: Sha256,
+    count: u64,
+    tee: Option<(tempfile::NamedTempFile, PathBuf)>,
+    failed: Option<String>,
+    done: bool,
+}
+
+impl<R: Read> Verify<R> {
+    /// Verifies `inner` against `digest` and `size`; with `cache`, also stores it there.
+    pub fn new(inner: R, digest: &str, size: u64, cache: Option<&BlobCache>) -> Result<Self> {
+        let tee = match cache {
+            Some(c) => Some((
+                tempfile::NamedTempFile::new_in(c.root.join("tmp"))?,
+                c.path(digest),
+            )),
+            None => None,
+        };
+        Ok(Verify {
+            inner,
+            digest: digest.to_string(),
+            size,
+            hasher: Sha256::new(),
+            count: 0,
+            tee,
+            failed: None,
+            done: false,
+        })
+    }
+
+    fn fail(&mut self, msg: String) -> std::io::Error {
+        self.failed = Some(msg.clone());
+        std::io::Error::new(std::io::ErrorKind::InvalidData, msg)
+    }
+
+    /// Reads what the consumer left, then checks the digest and moves the cached copy into
+    /// place. Call it whether or not the consumer succeeded: a digest mismatch explains most
+    /// consumer failures better than the consumer's own error.
+    pub fn finish(mut self) -> Result<()> {
+        let drained = std::io::copy(&mut self, &mut std::io::sink());
+        if let Some(f) = self.failed.take() {
+            bail!("{f}");
+        }
+        drained?;
+        if let Some((tmp, path)) = self.tee.take() {
+            tmp.as_file().sync_all()?;
+            tmp.persist(&path)
+                .with_context(|| format!("cannot store {} in the image cache", self.digest))?;
+        }
+        Ok(())
+    }
+}
+
+impl<R: Read> Read for Verify<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if let Some(f) = &self.failed {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                f.clone(),
+            ));
+        }
+        if self.done || buf.is_empty() {
+            return Ok(0);
+        }
+        let n = self.inner.read(buf)?;
+        if n == 0 {
+            self.done = true;
+            let got = format!("sha256:{:x}", std::mem::take(&mut self.hasher).finalize());
+            if self.count != self.size || got != self.digest {
+                return Err(self.fail(format!(
+                    "blob digest mismatch for {}: got {got} ({} bytes, expected {})",
+                    self.digest, self.count, self.size
+                )));
+            }
+            return Ok(0);
+        }
+        self.count += n as u64;
+        if self.count > self.size {
+            let msg = format!(
+                "blob digest mismatch for {}: more than the {} bytes its descriptor says",
+                self.digest, self.size
+            );
+            return Err(self.fail(msg));
+        }
+        self.hasher.update(&buf[..n]);
+        if let Some((t, _)) = &mut self.tee {
+            t.write_all(&buf[..n])?;
+        }
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verified_blobs_are_cached_and_bad_ones_are_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = BlobCache::open(dir.path()).unwrap();
+        let good = b"hello layer";
+        let d = digest_of(good);
+        let mut v = Verify::new(&good[..], &d, good.len() as u64, Some(&cache)).unwrap();
+        let mut first = [0u8; 5];
+        v.read_exact(&mut first).unwrap();
+        v.finish().unwrap();
+        assert_eq!(std::fs::read(cache.path(&d)).unwrap(), good);
+
+        let other = digest_of(b"something else");
+        let v = Verify::new(&good[..], &other, good.len() as u64, Some(&cache)).unwrap();
+        let e = v.finish().unwrap_err().to_string();
+        assert!(e.contains("digest mismatch"), "{e}");
+        assert!(cache.open_blob(&other).is_none());
+        assert_eq!(
+            std::fs::read_dir(dir.path().join("tmp")).unwrap().count(),
+            0
+        );
+
+        let v = Verify::new(&good[..], &d, 3, None).unwrap();
+        assert!(v.finish().is_err());
+    }
+}

@@ -1,0 +1,274 @@
+//! Images as SOURCEs: catalogs, legacy indexes and bundles read straight from container
+//! registries or OCI image layouts.
+//!
+//! An image is one more input kind, not another pipeline: [`resolve`] turns each SOURCE that
+//! is an image reference into a local path (the image's labelled content, unpacked into a
+//! private temporary directory) and the usual readers of [`crate::catalog`] take it from
+//! there. A bundle read from a bundle image then gets what `opm render` gives it
+//! ([`Resolved::finish_bundle`]).
+//!
+//! | module | owns |
+//! |---|---|
+//! | [`reference`] | parsing `[registry[:port]/]repository[:tag][@digest]` and `oci:DIR[:TAG]` |
+//! | [`auth`] | auth files, credentials, the `WWW-Authenticate` parser |
+//! | [`registry`] | the distribution API client and the OCI layout reader |
+//! | [`manifest`] | manifests, indexes, platforms, config labels |
+//! | [`kind`] | catalog / index / bundle image by labels |
+//! | [`pull`] | one image: manifests → config → layers, verified and cached |
+//! | [`layers`] | the layer reader: tar, whiteouts, safety checks |
+//! | [`cache`] | the content-addressed blob cache and the verifying reader |
+//! | [`opm`] | `opm render`'s finishing of bundle images and its migrations |
+
+pub mod auth;
+pub mod cache;
+pub mod kind;
+pub mod layers;
+pub mod manifest;
+pub mod opm;
+pub mod pull;
+pub mod reference;
+pub mod registry;
+
+use crate::model::Bundle;
+use anyhow::{Context, Result};
+use reference::ImageSource;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Options for SOURCEs that are image references (flattened into each subcommand).
+#[derive(clap::Args, Debug, Clone)]
+#[command(next_help_heading = "Image sources")]
+pub struct ImageArgs {
+    /// Talk plain HTTP to registries (opm's --use-http).
+    #[arg(long)]
+    pub use_http: bool,
+    /// Do not verify registries' TLS certificates (opm's --skip-tls-verify).
+    #[arg(long)]
+    pub skip_tls_verify: bool,
+    /// Platform to pick from multi-arch images [default: linux/<host architecture>].
+    #[arg(long, value_name = "OS/ARCH[/VARIANT]")]
+    pub platform: Option<String>,
+    /// Content-addressed blob cache [default: $XDG_CACHE_HOME/opreg/images, else
+    /// ~/.cache/opreg/images].
+    #[arg(long, value_name = "DIR", conflicts_with = "no_image_cache")]
+    pub image_cache: Option<PathBuf>,
+    /// Keep no downloaded blobs.
+    #[arg(long)]
+    pub no_image_cache: bool,
+    /// Seconds to wait for a registry to connect or answer.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30)]
+    pub registry_timeout: u64,
+    /// Largest manifest or image config accepted, in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = 4 << 20)]
+    pub max_manifest_size: u64,
+    /// Largest layer accepted, and most bytes extracted from an image, in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = 8 << 30)]
+    pub max_layer_size: u64,
+}
+
+impl Default for ImageArgs {
+    fn default() -> Self {
+        ImageArgs {
+            use_http: false,
+            skip_tls_verify: false,
+            platform: None,
+            image_cache: None,
+            no_image_cache: false,
+            registry_timeout: 30,
+            max_manifest_size: 4 << 20,
+            max_layer_size: 8 << 30,
+        }
+    }
+}
+
+/// One image SOURCE, pulled.
+#[derive(Debug, Clone)]
+pub struct ResolvedImage {
+    /// The SOURCE as given.
+    pub given: String,
+    pub digest: String,
+    pub platform_digest: Option<String>,
+    pub kind: kind::ImageKind,
+    /// Its labelled content on disk.
+    pub path: PathBuf,
+}
+
+/// SOURCEs as local paths, with the temporary directories that hold the unpacked images
+/// (removed when this is dropped).
+#[derive(Debug, Default)]
+pub struct Resolved {
+    pub paths: Vec<PathBuf>,
+    /// For each entry of `paths`, the image it came from, if any.
+    pub images: Vec<Option<ResolvedImage>>,
+    _staging: Vec<tempfile::TempDir>,
+}
+
+impl Resolved {
+    /// SOURCEs that are all local paths.
+    pub fn local(paths: &[PathBuf]) -> Resolved {
+        Resolved {
+            paths: paths.to_vec(),
+            images: vec![None; paths.len()],
+            _staging: Vec::new(),
+        }
+    }
+
+    /// A bundle read from a bundle image, as `opm render` writes it; any other bundle as is.
+    pub fn finish_bundle(&self, mut b: Bundle) -> Bundle {
+        for img in self.images.iter().flatten() {
+            if matches!(img.kind, kind::ImageKind::Bundle { .. })
+                && Path::new(&b.origin.file).starts_with(&img.path)
+            {
+                opm::finish_bundle_image(&mut b, &img.given);
+            }
+        }
+        b
+    }
+
+    /// The images pulled, for the built database's catalog info (`images`): a JSON array of
+    /// `{reference, digest, kind}`; `None` when no SOURCE was an image.
+    pub fn catalog_info(&self) -> Option<String> {
+        let v: Vec<serde_json::Value> = self
+            .images
+            .iter()
+            .flatten()
+            .map(|i| {
+                let mut o = serde_json::json!({
+                    "reference": i.given, "digest": i.digest, "kind": i.kind.name(),
+                });
+                if let Some(p) = &i.platform_digest {
+                    o["platformDigest"] = p.clone().into();
+                }
+                o
+            })
+            .collect();
+        (!v.is_empty()).then(|| serde_json::Value::Array(v).to_string())
+    }
+}
+
+/// True when SOURCE names a local path (it exists, or is written like a path) rather than
+/// an image.
+pub fn is_local(src: &Path) -> bool {
+    if std::fs::symlink_metadata(src).is_ok() {
+        return true;
+    }
+    let s = src.to_string_lossy();
+    s.starts_with('/') || s.starts_with('.') || s.starts_with('~') || s.is_empty()
+}
+
+/// Turns SOURCEs into local paths, pulling the ones that are image references. `progress`
+/// draws download bars (only on a terminal).
+pub fn resolve(sources: &[PathBuf], args: &ImageArgs, progress: bool) -> Result<Resolved> {
+    let mut out = Resolved::default();
+    let mut opts: Option<pull::PullOptions> = None;
+    for src in sources {
+        let text = src.to_string_lossy().to_string();
+        let image = if is_local(src) {
+            None
+        } else {
+            match reference::parse_source(&text) {
+                Ok(i) => Some(i),
+                // Not a reference: let the readers report the missing path.
+                Err(_) if !text.starts_with("oci:") => None,
+                Err(e) => anyhow::bail!("{e}"),
+            }
+        };
+        let Some(image) = image else {
+            out.paths.push(src.clone());
+            out.images.push(None);
+            continue;
+        };
+        if opts.is_none() {
+            opts = Some(pull_options(args, progress)?);
+        }
+        let staging = tempfile::Builder::new()
+            .prefix("opreg-image-")
+            .tempdir()
+            .context("cannot create a temporary directory for the image")?;
+        let pulled = pull_one(&image, args, opts.as_ref().unwrap(), staging.path())
+            .map_err(|e| anyhow::anyhow!("image {text}: {}", one_line(&e)))?;
+        tracing::info!(
+            image = %text,
+            digest = %pulled.digest,
+            kind = pulled.kind.name(),
+            downloaded_blobs = pulled.downloaded,
+            "image resolved"
+        );
+        out.paths.push(pulled.path.clone());
+        out.images.push(Some(ResolvedImage {
+            given: text,
+            digest: pulled.digest,
+            platform_digest: pulled.platform_digest,
+            kind: pulled.kind,
+            path: pulled.path,
+        }));
+        out._staging.push(staging);
+    }
+    Ok(out)
+}
+
+/// [`resolve`] for the CLI: prints the one-line error and returns the exit code on failure.
+pub fn resolve_or_exit(
+    sources: &[PathBuf],
+    args: &ImageArgs,
+    quiet: bool,
+) -> Result<Resolved, i32> {
+    resolve(sources, args, crate::cli::show_progress(quiet)).map_err(|e| {
+        eprintln!("error: {}", one_line(&e));
+        crate::cli::EXIT_FAILURE
+    })
+}
+
+fn one_line(e: &anyhow::Error) -> String {
+    format!("{e:#}").replace('\n', "; ")
+}
+
+fn pull_options(args: &ImageArgs, progress: bool) -> Result<pull::PullOptions> {
+    let platform = match &args.platform {
+        Some(p) => manifest::parse_platform(p).map_err(|e| anyhow::anyhow!(e))?,
+        None => manifest::host_platform(),
+    };
+    let cache = if args.no_image_cache {
+        None
+    } else {
+        match args.image_cache.clone().or_else(cache::default_dir) {
+            Some(dir) => Some(cache::BlobCache::open(&dir)?),
+            None => None,
+        }
+    };
+    Ok(pull::PullOptions {
+        platform,
+        cache,
+        max_manifest: args.max_manifest_size,
+        max_layer: args.max_layer_size,
+        progress,
+    })
+}
+
+fn pull_one(
+    image: &ImageSource,
+    args: &ImageArgs,
+    opts: &pull::PullOptions,
+    staging: &Path,
+) -> Result<pull::Pulled> {
+    match image {
+        ImageSource::Registry(r) => {
+            let conn = registry::Connection {
+                use_http: args.use_http,
+                skip_tls_verify: args.skip_tls_verify,
+                timeout: Duration::from_secs(args.registry_timeout.max(1)),
+            };
+            let mut reg = registry::Registry::new(r, &conn);
+            pull::pull(&mut reg, r.manifest_ref(), opts, staging)
+        }
+        ImageSource::Layout { dir, tag } => {
+            let mut layout = registry::Layout::open(dir)?;
+            // A local layout needs no cache.
+            let local = pull::PullOptions {
+                cache: None,
+                ..opts.clone()
+            };
+            pull::pull(&mut layout, tag.as_deref().unwrap_or(""), &local, staging)
+        }
+    }
+}

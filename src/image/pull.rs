@@ -1,0 +1,280 @@
+//! Pulling one image: the manifest (through an index, for the wanted platform), the config and
+//! its labels, then the layers, applied in order and streamed straight into the layer reader.
+//! Every blob is verified; with a cache, blobs found there are not downloaded, and blobs
+//! downloaded are kept there.
+
+use super::cache::{self, BlobCache, Verify};
+use super::kind::{self, ImageKind};
+use super::layers::{Extractor, LayerError};
+use super::manifest::{self, Descriptor, Manifest, Platform};
+use super::registry::{read_limited, BlobSource};
+use anyhow::{anyhow, bail, Result};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+/// Limits and choices for a pull.
+#[derive(Clone, Debug)]
+pub struct PullOptions {
+    pub platform: Platform,
+    pub cache: Option<BlobCache>,
+    pub max_manifest: u64,
+    pub max_layer: u64,
+    pub progress: bool,
+}
+
+/// A pulled image.
+#[derive(Clone, Debug)]
+pub struct Pulled {
+    /// The digest the reference resolved to (an index's digest for a multi-arch image).
+    pub digest: String,
+    /// The platform manifest's digest, when `digest` is an index.
+    pub platform_digest: Option<String>,
+    pub kind: ImageKind,
+    /// The labelled content on disk: the FBC directory, the database file, or a bundle
+    /// directory holding `manifests/` and `metadata/`.
+    pub path: PathBuf,
+    /// Blobs read from the network (not from the cache).
+    pub downloaded: usize,
+}
+
+/// Pulls the image `reference` (tag, digest, or "" for a layout's only image) from `src`
+/// into `staging`.
+pub fn pull(
+    src: &mut dyn BlobSource,
+    reference: &str,
+    opts: &PullOptions,
+    staging: &Path,
+) -> Result<Pulled> {
+    let mut downloaded = 0;
+    let (bytes, ct, digest) = top_manifest(src, reference, opts, &mut downloaded)?;
+    let mut m = manifest::parse_manifest(&bytes, ct.as_deref()).map_err(|e| anyhow!(e))?;
+    let mut platform_digest = None;
+    let mut depth = 0;
+    while let Manifest::Index { manifests } = &m {
+        depth += 1;
+        if depth > 2 {
+            bail!("image indexes nested too deeply");
+        }
+        let d = manifest::select(manifests, &opts.platform)
+            .ok_or_else(|| {
+                anyhow!(
+                    "no image for platform {} in the index (it has: {})",
+                    opts.platform,
+                    manifest::platforms(manifests)
+                )
+            })?
+            .clone();
+        let bytes = small_blob(src, &d, opts, true, &mut downloaded)?;
+        m = manifest::parse_manifest(&bytes, Some(&d.media_type)).map_err(|e| anyhow!(e))?;
+        platform_digest = Some(d.digest.clone());
+    }
+    let Manifest::Image { config, layers } = m else {
+        unreachable!("the loop above leaves an image manifest")
+    };
+    let config_bytes = small_blob(src, &config, opts, false, &mut downloaded)?;
+    let labels = manifest::config_labels(&config_bytes).map_err(|e| anyhow!(e))?;
+    let kind = kind::classify(&labels).map_err(|e| anyhow!(e))?;
+    let root = staging.join("rootfs");
+    std::fs::create_dir_all(&root)?;
+    let mut x = Extractor::new(&root, &kind.paths(), opts.max_layer)?;
+    let bars = opts.progress.then(indicatif::MultiProgress::new);
+    for (i, layer) in layers.iter().enumerate() {
+        if layer.size as u64 > opts.max_layer {
+            bail!(
+                "layer {} is {} bytes, over the size limit of {} bytes (--max-layer-size)",
+                layer.digest,
+                layer.size,
+                opts.max_layer
+            );
+        }
+        apply_layer(src, layer, i, opts, &mut x, bars.as_ref(), &mut downloaded)?;
+    }
+    let path = match &kind {
+        ImageKind::Bundle {
+            manifests,
+            metadata,
+        } => {
+            // The bundle reader wants `DIR/manifests` and `DIR/metadata`.
+            let dir = staging.join("bundle");
+            std::fs::create_dir_all(&dir)?;
+            for (label, name) in [(manifests, "manifests"), (metadata, "metadata")] {
+                let p = x.local_path(label);
+                if !p.is_dir() {
+                    bail!("the bundle image has no {label} directory");
+                }
+                std::fs::rename(&p, dir.join(name))?;
+            }
+            dir
+        }
+        ImageKind::Catalog { configs } => {
+            let p = x.local_path(configs);
+            if !p.exists() {
+                bail!(
+                    "the catalog image has no {configs} (its {} label)",
+                    kind::CONFIGS_LABEL
+                );
+            }
+            p
+        }
+        ImageKind::Index { database } => {
+            let p = x.local_path(database);
+            if !p.is_file() {
+                bail!(
+                    "the index image has no database file {database} (its {} label)",
+                    kind::DATABASE_LABEL
+                );
+            }
+            p
+        }
+    };
+    Ok(Pulled {
+        digest,
+        platform_digest,
+        kind,
+        path,
+        downloaded,
+    })
+}
+
+/// The top manifest, and the digest the reference resolves to. A manifest named by digest is
+/// taken from the cache when there.
+fn top_manifest(
+    src: &mut dyn BlobSource,
+    reference: &str,
+    opts: &PullOptions,
+    downloaded: &mut usize,
+) -> Result<(Vec<u8>, Option<String>, String)> {
+    if reference.starts_with("sha256:") {
+        if let Some(bytes) = cached_small(opts, reference) {
+            return Ok((bytes, None, reference.to_string()));
+        }
+    }
+    let f = src.manifest(reference, opts.max_manifest)?;
+    *downloaded += 1;
+    let digest = cache::digest_of(&f.bytes);
+    if reference.starts_with("sha256:") && digest != reference {
+        bail!("manifest digest mismatch: asked for {reference}, got {digest}");
+    }
+    if let Some(h) = &f.digest {
+        if h.starts_with("sha256:") && *h != digest {
+            bail!("manifest digest mismatch: the registry says {h}, the content is {digest}");
+        }
+    }
+    if let Some(c) = &opts.cache {
+        c.put(&digest, &f.bytes)?;
+    }
+    Ok((f.bytes, f.content_type, digest))
+}
+
+fn cached_small(opts: &PullOptions, digest: &str) -> Option<Vec<u8>> {
+    let c = opts.cache.as_ref()?;
+    let f = c.open_blob(digest)?;
+    let bytes = read_limited(f, opts.max_manifest, "cached blob").ok()?;
+    if cache::digest_of(&bytes) == digest {
+        Some(bytes)
+    } else {
+        tracing::warn!(%digest, "a corrupt blob in the image cache was removed");
+        c.evict(digest);
+        None
+    }
+}
+
+/// A manifest or config blob, verified, from the cache or the source.
+fn small_blob(
+    src: &mut dyn BlobSource,
+    d: &Descriptor,
+    opts: &PullOptions,
+    is_manifest: bool,
+    downloaded: &mut usize,
+) -> Result<Vec<u8>> {
+    let what = if is_manifest {
+        "manifest"
+    } else {
+        "image config"
+    };
+    if d.size as u64 > opts.max_manifest {
+        bail!(
+            "the {what} {} is {} bytes, over the size limit of {} bytes (--max-manifest-size)",
+            d.digest,
+            d.size,
+            opts.max_manifest
+        );
+    }
+    if let Some(b) = cached_small(opts, &d.digest) {
+        return Ok(b);
+    }
+    let bytes = if is_manifest {
+        src.manifest(&d.digest, opts.max_manifest)?.bytes
+    } else {
+        read_limited(src.blob(&d.digest)?, opts.max_manifest, what)?
+    };
+    *downloaded += 1;
+    if cache::digest_of(&bytes) != d.digest {
+        bail!(
+            "blob digest mismatch for the {what} {}: got {}",
+            d.digest,
+            cache::digest_of(&bytes)
+        );
+    }
+    if let Some(c) = &opts.cache {
+        c.put(&d.digest, &bytes)?;
+    }
+    Ok(bytes)
+}
+
+fn apply_layer(
+    src: &mut dyn BlobSource,
+    layer: &Descriptor,
+    index: usize,
+    opts: &PullOptions,
+    x: &mut Extractor,
+    bars: Option<&indicatif::MultiProgress>,
+    downloaded: &mut usize,
+) -> Result<()> {
+    let size = layer.size as u64;
+    let (reader, tee, from_cache): (Box<dyn Read + Send>, Option<&BlobCache>, bool) =
+        match opts.cache.as_ref().and_then(|c| c.open_blob(&layer.digest)) {
+            Some(f) => (Box::new(f), None, true),
+            None => {
+                *downloaded += 1;
+                let r = src.blob(&layer.digest)?;
+                let r: Box<dyn Read + Send> = match bars {
+                    Some(mp) => {
+                        let pb = mp.add(indicatif::ProgressBar::new(size));
+                        pb.set_style(
+                            indicatif::ProgressStyle::with_template(
+                                "{prefix} {bar:30} {bytes}/{total_bytes} {bytes_per_sec}",
+                            )
+                            .expect("static template"),
+                        );
+                        pb.set_prefix(format!("layer {} {}", index + 1, short(&layer.digest)));
+                        Box::new(pb.wrap_read(r))
+                    }
+                    None => r,
+                };
+                (r, opts.cache.as_ref(), false)
+            }
+        };
+    let mut v = Verify::new(reader, &layer.digest, size, tee)?;
+    let applied = x.apply(&mut v);
+    let verified = v.finish();
+    if let Err(e) = verified {
+        if from_cache {
+            if let Some(c) = &opts.cache {
+                c.evict(&layer.digest);
+            }
+            bail!("{e:#} (a corrupt blob in the image cache; it was removed, run again)");
+        }
+        return Err(e);
+    }
+    match applied {
+        Ok(()) => Ok(()),
+        Err(LayerError::Io(e)) => Err(anyhow!("layer {}: {e}", layer.digest)),
+        Err(e) => Err(anyhow!("layer {}: {e}", layer.digest)),
+    }
+}
+
+fn short(digest: &str) -> &str {
+    let hex = digest.strip_prefix("sha256:").unwrap_or(digest);
+    &hex[..hex.len().min(12)]
+}

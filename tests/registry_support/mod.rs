@@ -1,0 +1,555 @@
+//! Test helpers for image sources: a real registry (Debian's `docker-registry`, the CNCF
+//! distribution registry) on a free loopback port, plain HTTP or TLS with a self-signed
+//! certificate and htpasswd basic auth; images built here (tar + gzip/zstd layers, OCI or Docker
+//! schema 2 manifests, indexes) and pushed through the registry HTTP API; OCI layouts on disk.
+#![allow(dead_code)]
+
+pub mod ctx;
+pub mod token;
+
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub const USER: &str = "opreg";
+pub const PASSWORD: &str = "s3cret-pass";
+
+pub const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
+pub const OCI_INDEX: &str = "application/vnd.oci.image.index.v1+json";
+pub const DOCKER_MANIFEST: &str = "application/vnd.docker.distribution.manifest.v2+json";
+
+pub fn sha(bytes: &[u8]) -> String {
+    format!("sha256:{:x}", Sha256::digest(bytes))
+}
+
+fn need(tool: &str, package: &str) {
+    let found = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()))
+        .unwrap_or(false);
+    assert!(
+        found,
+        "`{tool}` is not installed: these tests run a real registry. Install it with \
+         `apt-get install -y {package}` (see .ci/run)"
+    );
+}
+
+/// A running registry, stopped (and its storage removed) on drop.
+pub struct Registry {
+    child: Child,
+    pub port: u16,
+    pub tls: bool,
+    /// The Authorization header the helpers push with.
+    pub push_auth: Option<String>,
+    /// The token server of a token-auth registry.
+    pub token_server: Option<token::TokenServer>,
+    pub dir: tempfile::TempDir,
+    agent: ureq::Agent,
+}
+
+impl Registry {
+    /// An anonymous plain-HTTP registry.
+    pub fn http() -> Registry {
+        Self::start(false)
+    }
+
+    /// A TLS registry with a self-signed certificate and basic auth (USER / PASSWORD).
+    pub fn tls_auth() -> Registry {
+        Self::start(true)
+    }
+
+    /// A plain-HTTP registry using the bearer-token flow: its token server (in this process)
+    /// hands out tokens signed with a key the registry trusts, to USER / PASSWORD only.
+    pub fn token_auth() -> Registry {
+        Self::start_with(false, true)
+    }
+
+    fn start(tls: bool) -> Registry {
+        Self::start_with(tls, false)
+    }
+
+    fn start_with(tls: bool, token: bool) -> Registry {
+        need("docker-registry", "docker-registry");
+        let dir = tempfile::tempdir().unwrap();
+        let port = free_port();
+        let token_server = token.then(|| token::TokenServer::start(dir.path()));
+        let mut config = format!(
+            "version: 0.1\nlog: {{level: error, accesslog: {{disabled: true}}}}\n\
+             storage: {{filesystem: {{rootdirectory: {}}}, delete: {{enabled: true}}}}\n\
+             http: {{addr: 127.0.0.1:{port}",
+            dir.path().join("storage").display()
+        );
+        if tls {
+            need("openssl", "openssl");
+            need("htpasswd", "apache2-utils");
+            let (cert, key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+            let st = Command::new("openssl")
+                .args([
+                    "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+                ])
+                .args([
+                    "-subj",
+                    "/CN=127.0.0.1",
+                    "-addext",
+                    "subjectAltName=IP:127.0.0.1",
+                ])
+                .arg("-keyout")
+                .arg(&key)
+                .arg("-out")
+                .arg(&cert)
+                .stderr(Stdio::null())
+                .status()
+                .unwrap();
+            assert!(st.success(), "openssl failed");
+            let out = Command::new("htpasswd")
+                .args(["-Bbn", USER, PASSWORD])
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "htpasswd failed");
+            std::fs::write(dir.path().join("htpasswd"), &out.stdout).unwrap();
+            config.push_str(&format!(
+                ", tls: {{certificate: {}, key: {}}}}}\nauth: {{htpasswd: {{realm: test, path: {}}}}}\n",
+                cert.display(),
+                key.display(),
+                dir.path().join("htpasswd").display()
+            ));
+        } else if let Some(t) = &token_server {
+            config.push_str(&format!(
+                "}}\nauth: {{token: {{realm: {}, service: {}, issuer: {}, rootcertbundle: {}}}}}\n",
+                t.realm(),
+                token::SERVICE,
+                token::ISSUER,
+                t.cert.display()
+            ));
+        } else {
+            config.push_str("}\n");
+        }
+        let cfg = dir.path().join("config.yml");
+        std::fs::write(&cfg, config).unwrap();
+        let log = std::fs::File::create(dir.path().join("registry.log")).unwrap();
+        let child = Command::new("docker-registry")
+            .arg("serve")
+            .arg(&cfg)
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .expect("start docker-registry");
+        let agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .tls_config(
+                ureq::tls::TlsConfig::builder()
+                    .disable_verification(true)
+                    .build(),
+            )
+            .timeout_global(Some(Duration::from_secs(30)))
+            .build()
+            .new_agent();
+        let push_auth = match &token_server {
+            Some(t) => Some(format!("Bearer {}", t.mint())),
+            None if tls => Some(basic(USER, PASSWORD)),
+            None => None,
+        };
+        let mut r = Registry {
+            child,
+            port,
+            tls,
+            push_auth,
+            token_server,
+            dir,
+            agent,
+        };
+        r.wait_up();
+        r
+    }
+
+    fn wait_up(&mut self) {
+        let start = Instant::now();
+        loop {
+            if let Ok(resp) = self.agent.get(&format!("{}/v2/", self.base())).call() {
+                if matches!(resp.status().as_u16(), 200 | 401) {
+                    return;
+                }
+            }
+            if let Ok(Some(st)) = self.child.try_wait() {
+                let log = std::fs::read_to_string(self.dir.path().join("registry.log"))
+                    .unwrap_or_default();
+                panic!("docker-registry exited with {st}:\n{log}");
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "registry did not start"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    pub fn host(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    fn base(&self) -> String {
+        format!(
+            "{}://{}",
+            if self.tls { "https" } else { "http" },
+            self.host()
+        )
+    }
+
+    fn auth(
+        &self,
+        req: ureq::RequestBuilder<ureq::typestate::WithBody>,
+    ) -> ureq::RequestBuilder<ureq::typestate::WithBody> {
+        match &self.push_auth {
+            Some(h) => req.header("Authorization", h),
+            None => req,
+        }
+    }
+
+    /// Uploads a blob (POST, then PUT with the digest); returns its digest.
+    pub fn push_blob(&self, repo: &str, bytes: &[u8]) -> String {
+        let digest = sha(bytes);
+        let resp = self
+            .auth(
+                self.agent
+                    .post(&format!("{}/v2/{repo}/blobs/uploads/", self.base())),
+            )
+            .send_empty()
+            .unwrap();
+        assert_eq!(resp.status().as_u16(), 202, "upload start");
+        let loc = resp.headers()["location"].to_str().unwrap().to_string();
+        let loc = if loc.starts_with("http") {
+            loc
+        } else {
+            format!("{}{loc}", self.base())
+        };
+        let sep = if loc.contains('?') { '&' } else { '?' };
+        let resp = self
+            .auth(self.agent.put(&format!("{loc}{sep}digest={digest}")))
+            .header("Content-Type", "application/octet-stream")
+            .send(bytes)
+            .unwrap();
+        assert_eq!(resp.status().as_u16(), 201, "blob upload");
+        digest
+    }
+
+    /// PUTs a manifest under a tag (or digest); returns the manifest's digest.
+    pub fn push_manifest(
+        &self,
+        repo: &str,
+        reference: &str,
+        media_type: &str,
+        bytes: &[u8],
+    ) -> String {
+        let resp = self
+            .auth(
+                self.agent
+                    .put(&format!("{}/v2/{repo}/manifests/{reference}", self.base())),
+            )
+            .header("Content-Type", media_type)
+            .send(bytes)
+            .unwrap();
+        let status = resp.status().as_u16();
+        assert_eq!(
+            status,
+            201,
+            "manifest push: {}",
+            resp.into_body().read_to_string().unwrap_or_default()
+        );
+        sha(bytes)
+    }
+
+    /// Pushes an image's blobs and manifest under `repo:tag`; returns the manifest digest.
+    pub fn push(&self, repo: &str, tag: &str, img: &Image) -> String {
+        for b in img.blobs() {
+            self.push_blob(repo, &b);
+        }
+        self.push_manifest(repo, tag, &img.media_type(), &img.manifest())
+    }
+
+    /// Pushes a multi-arch index of `images` (each with its platform).
+    pub fn push_index(&self, repo: &str, tag: &str, images: &[(&str, &str, &Image)]) -> String {
+        let mut entries = Vec::new();
+        for (os, arch, img) in images {
+            let d = self.push(repo, &sha(&img.manifest()), img);
+            entries.push(serde_json::json!({
+                "mediaType": img.media_type(), "digest": d, "size": img.manifest().len(),
+                "platform": {"os": os, "architecture": arch}
+            }));
+        }
+        let idx =
+            serde_json::json!({"schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": entries});
+        self.push_manifest(repo, tag, OCI_INDEX, idx.to_string().as_bytes())
+    }
+
+    /// The registry's own copy of a blob, to corrupt it.
+    pub fn blob_file(&self, digest: &str) -> PathBuf {
+        let hex = digest.strip_prefix("sha256:").unwrap();
+        self.dir
+            .path()
+            .join("storage/docker/registry/v2/blobs/sha256")
+            .join(&hex[..2])
+            .join(hex)
+            .join("data")
+    }
+
+    /// Deletes a blob from the registry (to prove a later pull did not need it).
+    pub fn delete_blob(&self, repo: &str, digest: &str) {
+        let mut req = self
+            .agent
+            .delete(&format!("{}/v2/{repo}/blobs/{digest}", self.base()));
+        if let Some(h) = &self.push_auth {
+            req = req.header("Authorization", h);
+        }
+        let st = req.call().unwrap().status().as_u16();
+        assert_eq!(st, 202, "blob delete");
+    }
+}
+
+impl Drop for Registry {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn basic(user: &str, pass: &str) -> String {
+    use base64::Engine;
+    format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(format!("{user}:{pass}"))
+    )
+}
+
+/// A docker config file with `auths.HOST.auth` = base64 `user:pass`.
+pub fn auth_file(host: &str, user: &str, pass: &str) -> String {
+    use base64::Engine;
+    let enc = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{pass}"));
+    serde_json::json!({"auths": {host: {"auth": enc}}}).to_string()
+}
+
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// An entry of a layer being built.
+pub enum Entry {
+    File(String, Vec<u8>),
+    Dir(String),
+    Symlink(String, String),
+    HardLink(String, String),
+    CharDevice(String),
+}
+
+/// A tar stream of entries. Paths go into the header as given (no sanitizing), so tests can
+/// build hostile layers.
+pub fn tar(entries: &[Entry]) -> Vec<u8> {
+    let mut b = tar::Builder::new(Vec::new());
+    for e in entries {
+        let mut h = tar::Header::new_gnu();
+        h.set_mode(0o644);
+        h.set_mtime(1);
+        let (path, data): (&str, &[u8]) = match e {
+            Entry::File(p, d) => {
+                h.set_entry_type(tar::EntryType::Regular);
+                (p, d)
+            }
+            Entry::Dir(p) => {
+                h.set_entry_type(tar::EntryType::Directory);
+                h.set_mode(0o755);
+                (p, &[])
+            }
+            Entry::Symlink(p, t) => {
+                h.set_entry_type(tar::EntryType::Symlink);
+                h.set_link_name(t).unwrap();
+                (p, &[])
+            }
+            Entry::HardLink(p, t) => {
+                h.set_entry_type(tar::EntryType::Link);
+                h.set_link_name(t).unwrap();
+                (p, &[])
+            }
+            Entry::CharDevice(p) => {
+                h.set_entry_type(tar::EntryType::Char);
+                (p, &[])
+            }
+        };
+        h.set_size(data.len() as u64);
+        let name = path.as_bytes();
+        assert!(name.len() < 100, "test paths must fit the old header");
+        h.as_old_mut().name[..name.len()].copy_from_slice(name);
+        h.set_cksum();
+        b.append(&h, data).unwrap();
+    }
+    b.into_inner().unwrap()
+}
+
+/// The files of a directory tree as layer entries under `prefix` (e.g. `configs`).
+pub fn dir_entries(dir: &Path, prefix: &str) -> Vec<Entry> {
+    let mut out = vec![Entry::Dir(format!("{prefix}/"))];
+    let mut walk: Vec<PathBuf> = walkdir::WalkDir::new(dir)
+        .min_depth(1)
+        .into_iter()
+        .map(|e| e.unwrap().into_path())
+        .collect();
+    walk.sort();
+    for p in walk {
+        let rel = p.strip_prefix(dir).unwrap().to_string_lossy().to_string();
+        if p.is_dir() {
+            out.push(Entry::Dir(format!("{prefix}/{rel}/")));
+        } else {
+            out.push(Entry::File(
+                format!("{prefix}/{rel}"),
+                std::fs::read(&p).unwrap(),
+            ));
+        }
+    }
+    out
+}
+
+pub fn gzip(bytes: &[u8]) -> Vec<u8> {
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    e.write_all(bytes).unwrap();
+    e.finish().unwrap()
+}
+
+pub fn zstd(bytes: &[u8]) -> Vec<u8> {
+    ruzstd::encoding::compress_to_vec(bytes, ruzstd::encoding::CompressionLevel::Fastest)
+}
+
+/// How an image's manifest is written.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Oci,
+    Docker,
+}
+
+/// An image: labels and layers (each the uncompressed tar and its compressed blob).
+pub struct Image {
+    pub labels: BTreeMap<String, String>,
+    pub layers: Vec<(Vec<u8>, Vec<u8>, &'static str)>,
+    pub format: Format,
+}
+
+impl Image {
+    pub fn new(labels: &[(&str, &str)]) -> Image {
+        Image {
+            labels: labels
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            layers: Vec::new(),
+            format: Format::Oci,
+        }
+    }
+
+    pub fn docker(mut self) -> Image {
+        self.format = Format::Docker;
+        self
+    }
+
+    /// Adds a gzip layer.
+    pub fn layer(mut self, entries: &[Entry]) -> Image {
+        let t = tar(entries);
+        let mt = match self.format {
+            Format::Oci => "application/vnd.oci.image.layer.v1.tar+gzip",
+            Format::Docker => "application/vnd.docker.image.rootfs.diff.tar.gzip",
+        };
+        let z = gzip(&t);
+        self.layers.push((t, z, mt));
+        self
+    }
+
+    /// Adds a zstd layer.
+    pub fn zstd_layer(mut self, entries: &[Entry]) -> Image {
+        let t = tar(entries);
+        let z = zstd(&t);
+        self.layers
+            .push((t, z, "application/vnd.oci.image.layer.v1.tar+zstd"));
+        self
+    }
+
+    pub fn config(&self) -> Vec<u8> {
+        let diff_ids: Vec<String> = self.layers.iter().map(|(t, _, _)| sha(t)).collect();
+        serde_json::json!({
+            "architecture": "amd64", "os": "linux",
+            "config": {"Labels": self.labels},
+            "rootfs": {"type": "layers", "diff_ids": diff_ids}
+        })
+        .to_string()
+        .into_bytes()
+    }
+
+    pub fn media_type(&self) -> String {
+        match self.format {
+            Format::Oci => OCI_MANIFEST.into(),
+            Format::Docker => DOCKER_MANIFEST.into(),
+        }
+    }
+
+    pub fn manifest(&self) -> Vec<u8> {
+        let config = self.config();
+        let config_mt = match self.format {
+            Format::Oci => "application/vnd.oci.image.config.v1+json",
+            Format::Docker => "application/vnd.docker.container.image.v1+json",
+        };
+        let layers: Vec<serde_json::Value> = self
+            .layers
+            .iter()
+            .map(|(_, z, mt)| serde_json::json!({"mediaType": mt, "digest": sha(z), "size": z.len()}))
+            .collect();
+        serde_json::json!({
+            "schemaVersion": 2, "mediaType": self.media_type(),
+            "config": {"mediaType": config_mt, "digest": sha(&config), "size": config.len()},
+            "layers": layers
+        })
+        .to_string()
+        .into_bytes()
+    }
+
+    /// Config and layer blobs.
+    pub fn blobs(&self) -> Vec<Vec<u8>> {
+        let mut v = vec![self.config()];
+        v.extend(self.layers.iter().map(|(_, z, _)| z.clone()));
+        v
+    }
+
+    /// Writes the image as an OCI image layout with `tag`.
+    pub fn write_layout(&self, dir: &Path, tag: &str) {
+        let blobs = dir.join("blobs/sha256");
+        std::fs::create_dir_all(&blobs).unwrap();
+        let mut all = self.blobs();
+        all.push(self.manifest());
+        for b in all {
+            std::fs::write(blobs.join(&sha(&b)[7..]), &b).unwrap();
+        }
+        std::fs::write(dir.join("oci-layout"), r#"{"imageLayoutVersion":"1.0.0"}"#).unwrap();
+        let m = self.manifest();
+        let idx = serde_json::json!({"schemaVersion": 2, "manifests": [{
+            "mediaType": self.media_type(), "digest": sha(&m), "size": m.len(),
+            "annotations": {"org.opencontainers.image.ref.name": tag}
+        }]});
+        std::fs::write(dir.join("index.json"), idx.to_string()).unwrap();
+    }
+}
+
+pub const CONFIGS: &str = "operators.operatorframework.io.index.configs.v1";
+pub const DATABASE: &str = "operators.operatorframework.io.index.database.v1";
+
+/// The labels of a registry+v1 bundle image for `package`.
+pub fn bundle_labels(package: &str, channels: &str, default: &str) -> Vec<(String, String)> {
+    let p = "operators.operatorframework.io.bundle";
+    vec![
+        (format!("{p}.mediatype.v1"), "registry+v1".into()),
+        (format!("{p}.manifests.v1"), "manifests/".into()),
+        (format!("{p}.metadata.v1"), "metadata/".into()),
+        (format!("{p}.package.v1"), package.into()),
+        (format!("{p}.channels.v1"), channels.into()),
+        (format!("{p}.channel.default.v1"), default.into()),
+    ]
+}
