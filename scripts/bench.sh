@@ -45,9 +45,12 @@ fi
 
 cargo bench --bench harness -- "${args[@]}" "${extra[@]}"
 
-if [ -f "$out" ] && grep -q '<!-- container:begin -->' "$out"; then
-  { echo; awk '/<!-- container:begin -->/,/<!-- container:end -->/' "$out"; } >> "$tmp/report.md"
-fi
+# Sections measured by other scripts or by hand are carried over from the previous file.
+for block in container json-reader; do
+  if [ -f "$out" ] && grep -q "<!-- $block:begin -->" "$out"; then
+    { echo; awk "/<!-- $block:begin -->/,/<!-- $block:end -->/" "$out"; } >> "$tmp/report.md"
+  fi
+done
 if [ "$smoke" = 1 ] && [ "$out" = "$tmp/BENCHMARKS.smoke.md" ]; then
   cat "$tmp/report.md"
 else

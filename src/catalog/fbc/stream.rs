@@ -33,8 +33,13 @@ pub(super) fn read_streaming(
     let mut n = 0usize; // documents decoded
     let mut held: Vec<Value> = Vec::with_capacity(2);
     let mut errs = Vec::new();
+    // How much to read before the next decode pass. A document larger than the buffer is
+    // decoded again from its start on every pass, so while a pass consumes nothing the step
+    // doubles: the passes over one huge document add up to about twice its size, not its
+    // size squared over the chunk.
+    let mut step = chunk;
     while !eof {
-        let want = buf.len() + chunk;
+        let want = buf.len() + step;
         while buf.len() < want {
             let len = buf.len();
             buf.resize(want, 0);
@@ -124,6 +129,11 @@ pub(super) fn read_streaming(
                 }
             }
         }
+        step = if consumed == 0 {
+            step.saturating_mul(2)
+        } else {
+            chunk
+        };
         buf.drain(..consumed);
         base += consumed;
         checked -= consumed;
