@@ -179,6 +179,14 @@ impl Diagnostic {
             message: message.into(),
         }
     }
+    /// Scoped to a bundle: its file, package and name.
+    pub fn on_bundle(self, b: &crate::model::Bundle) -> Self {
+        self.at(&b.origin).package(&b.package).bundle(&b.name)
+    }
+    /// Scoped to a channel of `package`: its file, package and name.
+    pub fn on_channel(self, package: &str, ch: &crate::model::Channel) -> Self {
+        self.at(&ch.origin).package(package).channel(&ch.name)
+    }
     pub fn warning(rule: Rule, message: impl Into<String>) -> Self {
         Diagnostic {
             severity: Severity::Warning,

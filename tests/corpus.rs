@@ -30,14 +30,7 @@ fn ingest_and_roundtrip(
     let f = tmp.join(format!("{name}.json"));
     std::fs::write(&f, &r1).unwrap();
     let db2 = tmp.join(format!("{name}-2.db"));
-    let (code, _, err) = opreg(&[
-        "ingest",
-        f.to_str().unwrap(),
-        "-o",
-        db2.to_str().unwrap(),
-        "-q",
-    ]);
-    assert_eq!(code, 0, "{err}");
+    ingest_ok(&f, &db2);
     let (code, r2, err) = opreg(&["render", db2.to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
     assert!(

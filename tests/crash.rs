@@ -70,14 +70,7 @@ fn ingest_cmd(src: &Path, out: &Path) -> Command {
 }
 
 fn ingest(src: &Path, out: &Path) {
-    let (code, _, err) = opreg(&[
-        "ingest",
-        src.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-        "-q",
-    ]);
-    assert_eq!(code, 0, "ingest {} failed: {err}", src.display());
+    ingest_ok(src, out);
 }
 
 /// `opreg render DB`, which opens the database the way serving does (read-only, checked) and

@@ -9,14 +9,7 @@ use std::path::Path;
 
 fn ingest_upstream(dir: &Path) -> std::path::PathBuf {
     let db = dir.join("up.db");
-    let (code, _, err) = opreg(&[
-        "ingest",
-        shared("upstream-manifests").to_str().unwrap(),
-        "-o",
-        db.to_str().unwrap(),
-        "-q",
-    ]);
-    assert_eq!(code, 0, "ingest failed: {err}");
+    ingest_ok(&shared("upstream-manifests"), &db);
     db
 }
 
@@ -134,14 +127,7 @@ fn render_ingest_render_is_byte_stable_on_upstream_manifests() {
         let f = tmp.path().join(format!("r1.{fmt}"));
         std::fs::write(&f, &r1).unwrap();
         let db = tmp.path().join(format!("r1-{fmt}.db"));
-        let (c2, _, e2) = opreg(&[
-            "ingest",
-            f.to_str().unwrap(),
-            "-o",
-            db.to_str().unwrap(),
-            "-q",
-        ]);
-        assert_eq!(c2, 0, "{e2}");
+        ingest_ok(&f, &db);
         let (c3, r2, e3) = opreg(&["render", db.to_str().unwrap(), "-o", fmt]);
         assert_eq!(c3, 0, "{e3}");
         assert!(r1 == r2, "render is not stable for {fmt}");
@@ -491,14 +477,7 @@ fn successful_ingest_removes_stale_temp_files_only() {
     let (other, other_f) = make("unrelated.db.tmp", true);
     drop(other_f);
     let out = tmp.path().join("out.db");
-    let (code, _, err) = opreg(&[
-        "ingest",
-        shared("upstream-manifests").to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-        "-q",
-    ]);
-    assert_eq!(code, 0, "{err}");
+    ingest_ok(&shared("upstream-manifests"), &out);
     assert!(out.exists());
     assert!(!stale.exists(), "the stale temp file is still there");
     assert!(live.exists(), "a locked temp file was removed");

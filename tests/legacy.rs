@@ -111,7 +111,7 @@ fn fixture_contents_come_through_completely() {
             set(ch.entries.iter().map(|e| e.name.clone()))
         );
         // Edges, classified by depth independently of the reader: a pointer to an entry at the
-        // same depth is the skip pattern of §4.3, a pointer deeper down is replaces.
+        // same depth is the skip pattern of a materialized walk, a pointer deeper down is replaces.
         let pairs = |cmp: &str| {
             set(strings(
                 &db,

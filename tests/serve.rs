@@ -12,6 +12,55 @@ use std::collections::BTreeSet;
 use tokio_stream::StreamExt;
 use tonic::Code;
 
+type Client = api::registry_client::RegistryClient<tonic::transport::Channel>;
+
+async fn package(c: &mut Client, name: impl Into<String>) -> Result<api::Package, tonic::Status> {
+    let name = name.into();
+    Ok(c.get_package(api::GetPackageRequest { name })
+        .await?
+        .into_inner())
+}
+
+async fn bundle(
+    c: &mut Client,
+    pkg: impl Into<String>,
+    channel: impl Into<String>,
+    csv: impl Into<String>,
+) -> Result<api::Bundle, tonic::Status> {
+    let req = api::GetBundleRequest {
+        pkg_name: pkg.into(),
+        channel_name: channel.into(),
+        csv_name: csv.into(),
+    };
+    Ok(c.get_bundle(req).await?.into_inner())
+}
+
+async fn bundle_for_channel(
+    c: &mut Client,
+    pkg: impl Into<String>,
+    channel: impl Into<String>,
+) -> Result<api::Bundle, tonic::Status> {
+    let req = api::GetBundleInChannelRequest {
+        pkg_name: pkg.into(),
+        channel_name: channel.into(),
+    };
+    Ok(c.get_bundle_for_channel(req).await?.into_inner())
+}
+
+async fn replacement(
+    c: &mut Client,
+    csv: impl Into<String>,
+    pkg: impl Into<String>,
+    channel: impl Into<String>,
+) -> Result<api::Bundle, tonic::Status> {
+    let req = api::GetReplacementRequest {
+        csv_name: csv.into(),
+        pkg_name: pkg.into(),
+        channel_name: channel.into(),
+    };
+    Ok(c.get_bundle_that_replaces(req).await?.into_inner())
+}
+
 fn upstream_server() -> InProcess {
     InProcess::start(&shared("upstream-manifests"))
 }
@@ -59,13 +108,7 @@ fn upstream_manifests_over_grpc() {
         );
 
         // GetPackage: channels sorted by name, with heads.
-        let p = c
-            .get_package(api::GetPackageRequest {
-                name: "etcd".into(),
-            })
-            .await
-            .unwrap()
-            .into_inner();
+        let p = package(&mut c, "etcd").await.unwrap();
         assert_eq!(p.default_channel_name, "alpha");
         let chans: Vec<(String, String)> = p
             .channels
@@ -80,25 +123,13 @@ fn upstream_manifests_over_grpc() {
                 ("stable".into(), "etcdoperator.v0.9.2".into())
             ]
         );
-        let prom = c
-            .get_package(api::GetPackageRequest {
-                name: "prometheus".into(),
-            })
-            .await
-            .unwrap()
-            .into_inner();
+        let prom = package(&mut c, "prometheus").await.unwrap();
         assert_eq!(prom.default_channel_name, "preview");
 
         // GetBundle: csvJson and objects equal the manifests on disk (as JSON).
-        let b = c
-            .get_bundle(api::GetBundleRequest {
-                pkg_name: "etcd".into(),
-                channel_name: "alpha".into(),
-                csv_name: "etcdoperator.v0.9.2".into(),
-            })
+        let b = bundle(&mut c, "etcd", "alpha", "etcdoperator.v0.9.2")
             .await
-            .unwrap()
-            .into_inner();
+            .unwrap();
         let dir = shared("upstream-manifests/etcd/0.9.2");
         let csv_want = yaml_file(&dir.join("etcdoperator.v0.9.2.clusterserviceversion.yaml"));
         let csv_got: Value = serde_json::from_str(&b.csv_json).unwrap();
@@ -143,14 +174,7 @@ fn upstream_manifests_over_grpc() {
             && p.value == r#"{"packageName":"etcd","version":"0.9.2"}"#));
 
         // GetBundleForChannel: the head, full.
-        let h = c
-            .get_bundle_for_channel(api::GetBundleInChannelRequest {
-                pkg_name: "etcd".into(),
-                channel_name: "beta".into(),
-            })
-            .await
-            .unwrap()
-            .into_inner();
+        let h = bundle_for_channel(&mut c, "etcd", "beta").await.unwrap();
         assert_eq!(h.csv_name, "etcdoperator.v0.9.0");
         assert!(!h.csv_json.is_empty());
 
@@ -202,38 +226,18 @@ fn upstream_manifests_over_grpc() {
             ("etcdoperator.v0.9.0", "etcdoperator.v0.9.2"),
             ("etcdoperator.v0.6.1", "etcdoperator.v0.9.0"),
         ] {
-            let r = c
-                .get_bundle_that_replaces(api::GetReplacementRequest {
-                    csv_name: name.into(),
-                    pkg_name: "etcd".into(),
-                    channel_name: "alpha".into(),
-                })
-                .await
-                .unwrap()
-                .into_inner();
+            let r = replacement(&mut c, name, "etcd", "alpha").await.unwrap();
             assert_eq!(r.csv_name, want, "replacement of {name}");
             assert!(r.replaces.is_empty() && r.skips.is_empty());
         }
-        let err = c
-            .get_bundle_that_replaces(api::GetReplacementRequest {
-                csv_name: "etcdoperator.v0.9.2".into(),
-                pkg_name: "etcd".into(),
-                channel_name: "alpha".into(),
-            })
+        let err = replacement(&mut c, "etcdoperator.v0.9.2", "etcd", "alpha")
             .await
             .unwrap_err();
         assert_eq!(
             err.message(),
             "no entry found for package \"etcd\", channel \"alpha\""
         );
-        let err = c
-            .get_bundle_that_replaces(api::GetReplacementRequest {
-                csv_name: "x".into(),
-                pkg_name: "nope".into(),
-                channel_name: "alpha".into(),
-            })
-            .await
-            .unwrap_err();
+        let err = replacement(&mut c, "x", "nope", "alpha").await.unwrap_err();
         assert_eq!(err.message(), "package nope not found");
         assert_eq!(err.code(), Code::NotFound);
 
@@ -384,40 +388,19 @@ fn upstream_manifests_over_grpc() {
         assert_eq!(s12.replaces, "strimzi-cluster-operator.v0.12.1");
 
         // Errors: NOT_FOUND with opm's texts; INVALID_ARGUMENT for missing fields.
-        let err = c
-            .get_package(api::GetPackageRequest {
-                name: "nope".into(),
-            })
-            .await
-            .unwrap_err();
+        let err = package(&mut c, "nope").await.unwrap_err();
         assert_eq!(
             (err.code(), err.message()),
             (Code::NotFound, "package \"nope\" not found")
         );
-        let err = c
-            .get_package(api::GetPackageRequest {
-                name: String::new(),
-            })
-            .await
-            .unwrap_err();
+        let err = package(&mut c, String::new()).await.unwrap_err();
         assert_eq!(err.code(), Code::InvalidArgument);
-        let err = c
-            .get_bundle(api::GetBundleRequest {
-                pkg_name: "etcd".into(),
-                channel_name: "alpha".into(),
-                csv_name: "nope".into(),
-            })
-            .await
-            .unwrap_err();
+        let err = bundle(&mut c, "etcd", "alpha", "nope").await.unwrap_err();
         assert_eq!(
             err.message(),
             "package \"etcd\", channel \"alpha\", bundle \"nope\" not found"
         );
-        let err = c
-            .get_bundle_for_channel(api::GetBundleInChannelRequest {
-                pkg_name: "etcd".into(),
-                channel_name: "gamma".into(),
-            })
+        let err = bundle_for_channel(&mut c, "etcd", "gamma")
             .await
             .unwrap_err();
         assert_eq!(
@@ -432,13 +415,7 @@ fn deprecations_and_custom_schemas() {
     let server = InProcess::start(&fixture("deprecations"));
     rt().block_on(async {
         let mut c = server.registry().await;
-        let p = c
-            .get_package(api::GetPackageRequest {
-                name: "kiwi".into(),
-            })
-            .await
-            .unwrap()
-            .into_inner();
+        let p = package(&mut c, "kiwi").await.unwrap();
         assert_eq!(
             p.deprecation.unwrap().message,
             "kiwi is no longer maintained.\n"
@@ -455,15 +432,9 @@ fn deprecations_and_custom_schemas() {
             .unwrap()
             .deprecation
             .is_none());
-        let b = c
-            .get_bundle(api::GetBundleRequest {
-                pkg_name: "kiwi".into(),
-                channel_name: "stable".into(),
-                csv_name: "kiwi.v1.0.0".into(),
-            })
+        let b = bundle(&mut c, "kiwi", "stable", "kiwi.v1.0.0")
             .await
-            .unwrap()
-            .into_inner();
+            .unwrap();
         // The last block scalar ends the file with no newline; clip chomping still keeps one.
         assert_eq!(
             b.deprecation.unwrap().message,
@@ -576,14 +547,9 @@ fn demo_catalog_is_served_without_a_source() {
             names,
             BTreeSet::from(["cve-demo".into(), "example".into(), "zstream".into()])
         );
-        let b = c
-            .get_bundle_for_channel(api::GetBundleInChannelRequest {
-                pkg_name: "example".into(),
-                channel_name: "stable".into(),
-            })
+        let b = bundle_for_channel(&mut c, "example", "stable")
             .await
-            .unwrap()
-            .into_inner();
+            .unwrap();
         assert_eq!(b.csv_name, "example.v3.0.0");
         // csvJson is synthesized from olm.csv.metadata.
         let csv: Value = serde_json::from_str(&b.csv_json).unwrap();
@@ -592,15 +558,9 @@ fn demo_catalog_is_served_without_a_source() {
         assert_eq!(csv["spec"]["displayName"], "Example Operator");
         assert_eq!(csv["spec"]["version"], "3.0.0");
         assert_eq!(b.object.len(), 1);
-        let r = c
-            .get_bundle_that_replaces(api::GetReplacementRequest {
-                csv_name: "example.v2.0.0".into(),
-                pkg_name: "example".into(),
-                channel_name: "stable".into(),
-            })
+        let r = replacement(&mut c, "example.v2.0.0", "example", "stable")
             .await
-            .unwrap()
-            .into_inner();
+            .unwrap();
         assert_eq!(r.csv_name, "example.v3.0.0");
     });
 }
@@ -609,14 +569,7 @@ fn demo_catalog_is_served_without_a_source() {
 fn serving_a_built_database_directly() {
     let tmp = tempfile::tempdir().unwrap();
     let db = tmp.path().join("c.db");
-    let (code, _, err) = opreg(&[
-        "ingest",
-        shared("upstream-manifests").to_str().unwrap(),
-        "-o",
-        db.to_str().unwrap(),
-        "-q",
-    ]);
-    assert_eq!(code, 0, "{err}");
+    ingest_ok(&shared("upstream-manifests"), &db);
     let server = Server::start(&[db.to_str().unwrap()]);
     rt().block_on(async {
         let mut c = server.registry().await;
@@ -675,13 +628,7 @@ fn cache_dir_flags_follow_opm_semantics() {
     let server = Server::start(&[s, "--cache-dir", c]);
     rt().block_on(async {
         let mut cl = server.registry().await;
-        let p = cl
-            .get_package(api::GetPackageRequest {
-                name: "etcd".into(),
-            })
-            .await
-            .unwrap()
-            .into_inner();
+        let p = package(&mut cl, "etcd").await.unwrap();
         assert_eq!(p.default_channel_name, "alpha");
     });
     drop(server);
@@ -725,14 +672,7 @@ fn synthesized_csvs_served_from_the_store_equal_the_model_wire_form() {
     let cat = opreg::source::load_sources(std::slice::from_ref(&src), &mut Vec::new()).unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let db = tmp.path().join("c.db");
-    let (code, _, err) = opreg(&[
-        "ingest",
-        src.to_str().unwrap(),
-        "-o",
-        db.to_str().unwrap(),
-        "-q",
-    ]);
-    assert_eq!(code, 0, "{err}");
+    ingest_ok(&src, &db);
     let server = Server::start(&[db.to_str().unwrap()]);
     let mut checked = 0;
     rt().block_on(async {
@@ -750,15 +690,9 @@ fn synthesized_csvs_served_from_the_store_equal_the_model_wire_form() {
                 continue;
             };
             let want = opreg::wire::full_wire(pkg, b);
-            let got = c
-                .get_bundle(api::GetBundleRequest {
-                    pkg_name: pkg.name.clone(),
-                    channel_name: ch.name.clone(),
-                    csv_name: b.name.clone(),
-                })
+            let got = bundle(&mut c, pkg.name.clone(), ch.name.clone(), b.name.clone())
                 .await
-                .unwrap()
-                .into_inner();
+                .unwrap();
             assert_eq!(got.csv_json, want.csv_json, "{}", b.name);
             assert_eq!(got.object, want.object, "{}", b.name);
             assert_eq!(got.properties, want.properties, "{}", b.name);

@@ -34,14 +34,7 @@ fn community_db() -> &'static Path {
         let db = dir.join("community.db");
         let src = corpus_valid("community-operators.fbc.json");
         let started = Instant::now();
-        let (code, _, err) = opreg(&[
-            "ingest",
-            src.to_str().unwrap(),
-            "-o",
-            db.to_str().unwrap(),
-            "-q",
-        ]);
-        assert_eq!(code, 0, "ingest of the community catalog failed: {err}");
+        ingest_ok(&src, &db);
         eprintln!(
             "ingested {} in {:.1} s",
             src.display(),

@@ -1,10 +1,10 @@
 //! `opreg upgrade` and `opreg.v1.Upgrades/Resolve` against the real binary: every worked
-//! example of olm-clients §3.10 (A–F) under classic, v1 and semver rules, each answered both
+//! example (A–F) of the verified OLM client behaviour under classic, v1 and semver rules, each answered both
 //! from the FBC (model) and from an ingested database (store), which must agree byte for byte;
 //! the embedded demo (the seed example); deprecation, dependencies and maxOpenShiftVersion;
 //! exit codes; the upgrade lint; and the gRPC service giving the CLI's answer.
 //!
-//! The semver answers are derived from §3.4 (successors `^V, != V`, the installed version a
+//! The semver answers are derived from the semver mode (successors `^V, != V`, the installed version a
 //! candidate, highest wins; channels, version and policy filter as in v1).
 
 mod common;

@@ -246,12 +246,7 @@ fn validate_package(pkg: &Package, out: &mut Vec<Diagnostic>) {
 
 fn validate_channel(pkg: &Package, ch: &Channel, out: &mut Vec<Diagnostic>) {
     let p = pkg.name.as_str();
-    let err = |rule: Rule, msg: String| {
-        Diagnostic::error(rule, msg)
-            .at(&ch.origin)
-            .package(p)
-            .channel(&ch.name)
-    };
+    let err = |rule: Rule, msg: String| Diagnostic::error(rule, msg).on_channel(p, ch);
     if ch.entries.is_empty() {
         out.push(err(
             Rule::Empty,
@@ -345,12 +340,7 @@ fn validate_channel(pkg: &Package, ch: &Channel, out: &mut Vec<Diagnostic>) {
 /// each bundle is read, before it keeps only a light copy ([`bundle_rules_then_lighten`]).
 pub fn bundle_rules(b: &Bundle, out: &mut Vec<Diagnostic>) {
     let p = b.package.as_str();
-    let err = |rule: Rule, msg: String| {
-        Diagnostic::error(rule, msg)
-            .at(&b.origin)
-            .package(p)
-            .bundle(&b.name)
-    };
+    let err = |rule: Rule, msg: String| Diagnostic::error(rule, msg).on_bundle(b);
     let pkg_props: Vec<&Property> = b.properties_of(prop::PACKAGE).collect();
     if pkg_props.len() != 1 {
         out.push(err(
@@ -453,12 +443,7 @@ fn bundle_object(i: usize, value: &str) -> Result<(), String> {
 /// release, normalized name, build metadata.
 fn package_property(b: &Bundle, value: &str, out: &mut Vec<Diagnostic>) {
     let p = b.package.as_str();
-    let err = |rule: Rule, msg: String| {
-        Diagnostic::error(rule, msg)
-            .at(&b.origin)
-            .package(p)
-            .bundle(&b.name)
-    };
+    let err = |rule: Rule, msg: String| Diagnostic::error(rule, msg).on_bundle(b);
     let v: Value = serde_json::from_str(value).unwrap_or_default();
     let field = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
     let named = field("packageName");

@@ -41,69 +41,66 @@ struct Struct {
     fields: &'static [(&'static str, Ty)],
 }
 
+/// A struct description: its Go name, its qualified type name and its fields.
+const fn st(
+    name: &'static str,
+    qualified: &'static str,
+    fields: &'static [(&'static str, Ty)],
+) -> Struct {
+    Struct {
+        name,
+        qualified,
+        fields,
+    }
+}
+
 const S: Ty = Ty::Str("string");
 const STRINGS: Ty = Ty::List(&S, "[]string");
 
-const PACKAGE: Struct = Struct {
-    name: "Package",
-    qualified: "property.Package",
-    fields: &[("packageName", S), ("version", S), ("release", S)],
-};
-const PACKAGE_REQUIRED: Struct = Struct {
-    name: "PackageRequired",
-    qualified: "property.PackageRequired",
-    fields: &[("packageName", S), ("versionRange", S)],
-};
+const PACKAGE: Struct = st(
+    "Package",
+    "property.Package",
+    &[("packageName", S), ("version", S), ("release", S)],
+);
+const PACKAGE_REQUIRED: Struct = st(
+    "PackageRequired",
+    "property.PackageRequired",
+    &[("packageName", S), ("versionRange", S)],
+);
 const GVK_FIELDS: &[(&str, Ty)] = &[("group", S), ("kind", S), ("version", S)];
-const GVK: Struct = Struct {
-    name: "GVK",
-    qualified: "property.GVK",
-    fields: GVK_FIELDS,
-};
-const GVK_REQUIRED: Struct = Struct {
-    name: "GVKRequired",
-    qualified: "property.GVKRequired",
-    fields: GVK_FIELDS,
-};
-const BUNDLE_OBJECT: Struct = Struct {
-    name: "BundleObject",
-    qualified: "property.BundleObject",
-    fields: &[("data", Ty::Bytes)],
-};
-const CHANNEL: Struct = Struct {
-    name: "Channel",
-    qualified: "property.Channel",
-    fields: &[("channelName", S)],
-};
+const GVK: Struct = st("GVK", "property.GVK", GVK_FIELDS);
+const GVK_REQUIRED: Struct = st("GVKRequired", "property.GVKRequired", GVK_FIELDS);
+const BUNDLE_OBJECT: Struct = st(
+    "BundleObject",
+    "property.BundleObject",
+    &[("data", Ty::Bytes)],
+);
+const CHANNEL: Struct = st("Channel", "property.Channel", &[("channelName", S)]);
 
-const APP_LINK: Struct = Struct {
-    name: "AppLink",
-    qualified: "v1alpha1.AppLink",
-    fields: &[("name", S), ("url", S)],
-};
-const MAINTAINER: Struct = Struct {
-    name: "Maintainer",
-    qualified: "v1alpha1.Maintainer",
-    fields: &[("name", S), ("email", S)],
-};
-const INSTALL_MODE: Struct = Struct {
-    name: "InstallMode",
-    qualified: "v1alpha1.InstallMode",
-    fields: &[
+const APP_LINK: Struct = st("AppLink", "v1alpha1.AppLink", &[("name", S), ("url", S)]);
+const MAINTAINER: Struct = st(
+    "Maintainer",
+    "v1alpha1.Maintainer",
+    &[("name", S), ("email", S)],
+);
+const INSTALL_MODE: Struct = st(
+    "InstallMode",
+    "v1alpha1.InstallMode",
+    &[
         ("type", Ty::Str("v1alpha1.InstallModeType")),
         ("supported", Ty::Bool),
     ],
-};
-const NATIVE_GVK: Struct = Struct {
-    name: "GroupVersionKind",
-    qualified: "v1.GroupVersionKind",
-    fields: &[("group", S), ("version", S), ("kind", S)],
-};
-const RESOURCE_REF: Struct = Struct {
-    name: "APIResourceReference",
-    qualified: "v1alpha1.APIResourceReference",
-    fields: &[("name", S), ("kind", S), ("version", S)],
-};
+);
+const NATIVE_GVK: Struct = st(
+    "GroupVersionKind",
+    "v1.GroupVersionKind",
+    &[("group", S), ("version", S), ("kind", S)],
+);
+const RESOURCE_REF: Struct = st(
+    "APIResourceReference",
+    "v1alpha1.APIResourceReference",
+    &[("name", S), ("kind", S), ("version", S)],
+);
 const DESCRIPTOR_FIELDS: &[(&str, Ty)] = &[
     ("path", S),
     ("displayName", S),
@@ -111,26 +108,26 @@ const DESCRIPTOR_FIELDS: &[(&str, Ty)] = &[
     ("x-descriptors", STRINGS),
     ("value", Ty::Raw),
 ];
-const STATUS_DESCRIPTOR: Struct = Struct {
-    name: "StatusDescriptor",
-    qualified: "v1alpha1.StatusDescriptor",
-    fields: DESCRIPTOR_FIELDS,
-};
-const SPEC_DESCRIPTOR: Struct = Struct {
-    name: "SpecDescriptor",
-    qualified: "v1alpha1.SpecDescriptor",
-    fields: DESCRIPTOR_FIELDS,
-};
-const ACTION_DESCRIPTOR: Struct = Struct {
-    name: "ActionDescriptor",
-    qualified: "v1alpha1.ActionDescriptor",
-    fields: &[
+const STATUS_DESCRIPTOR: Struct = st(
+    "StatusDescriptor",
+    "v1alpha1.StatusDescriptor",
+    DESCRIPTOR_FIELDS,
+);
+const SPEC_DESCRIPTOR: Struct = st(
+    "SpecDescriptor",
+    "v1alpha1.SpecDescriptor",
+    DESCRIPTOR_FIELDS,
+);
+const ACTION_DESCRIPTOR: Struct = st(
+    "ActionDescriptor",
+    "v1alpha1.ActionDescriptor",
+    &[
         ("path", S),
         ("displayName", S),
         ("description", S),
         ("x-descriptors", STRINGS),
     ],
-};
+);
 const RESOURCES: Ty = Ty::List(
     &Ty::Struct(&RESOURCE_REF),
     "[]v1alpha1.APIResourceReference",
@@ -144,10 +141,10 @@ const ACTION_DESCRIPTORS: Ty = Ty::List(
     &Ty::Struct(&ACTION_DESCRIPTOR),
     "[]v1alpha1.ActionDescriptor",
 );
-const CRD_DESCRIPTION: Struct = Struct {
-    name: "CRDDescription",
-    qualified: "v1alpha1.CRDDescription",
-    fields: &[
+const CRD_DESCRIPTION: Struct = st(
+    "CRDDescription",
+    "v1alpha1.CRDDescription",
+    &[
         ("name", S),
         ("version", S),
         ("kind", S),
@@ -158,11 +155,11 @@ const CRD_DESCRIPTION: Struct = Struct {
         ("specDescriptors", SPEC_DESCRIPTORS),
         ("actionDescriptors", ACTION_DESCRIPTORS),
     ],
-};
-const API_SERVICE_DESCRIPTION: Struct = Struct {
-    name: "APIServiceDescription",
-    qualified: "v1alpha1.APIServiceDescription",
-    fields: &[
+);
+const API_SERVICE_DESCRIPTION: Struct = st(
+    "APIServiceDescription",
+    "v1alpha1.APIServiceDescription",
+    &[
         ("name", S),
         ("group", S),
         ("version", S),
@@ -176,26 +173,26 @@ const API_SERVICE_DESCRIPTION: Struct = Struct {
         ("specDescriptors", SPEC_DESCRIPTORS),
         ("actionDescriptors", ACTION_DESCRIPTORS),
     ],
-};
+);
 const CRDS: Ty = Ty::List(&Ty::Struct(&CRD_DESCRIPTION), "[]v1alpha1.CRDDescription");
 const API_SERVICES: Ty = Ty::List(
     &Ty::Struct(&API_SERVICE_DESCRIPTION),
     "[]v1alpha1.APIServiceDescription",
 );
-const CRD_DEFINITIONS: Struct = Struct {
-    name: "CustomResourceDefinitions",
-    qualified: "v1alpha1.CustomResourceDefinitions",
-    fields: &[("owned", CRDS), ("required", CRDS)],
-};
-const API_SERVICE_DEFINITIONS: Struct = Struct {
-    name: "APIServiceDefinitions",
-    qualified: "v1alpha1.APIServiceDefinitions",
-    fields: &[("owned", API_SERVICES), ("required", API_SERVICES)],
-};
-const CSV_METADATA: Struct = Struct {
-    name: "CSVMetadata",
-    qualified: "property.CSVMetadata",
-    fields: &[
+const CRD_DEFINITIONS: Struct = st(
+    "CustomResourceDefinitions",
+    "v1alpha1.CustomResourceDefinitions",
+    &[("owned", CRDS), ("required", CRDS)],
+);
+const API_SERVICE_DEFINITIONS: Struct = st(
+    "APIServiceDefinitions",
+    "v1alpha1.APIServiceDefinitions",
+    &[("owned", API_SERVICES), ("required", API_SERVICES)],
+);
+const CSV_METADATA: Struct = st(
+    "CSVMetadata",
+    "property.CSVMetadata",
+    &[
         ("annotations", Ty::StrMap),
         (
             "apiServiceDefinitions",
@@ -226,7 +223,7 @@ const CSV_METADATA: Struct = Struct {
         ),
         ("provider", Ty::Struct(&APP_LINK)),
     ],
-};
+);
 
 /// The Go struct upstream decodes a property type into, if it has one.
 fn schema_of(ty: &str) -> Option<&'static Struct> {

@@ -293,3 +293,15 @@ pub fn grpcurl_with(args: &[&str], stdin: &str) -> (i32, String, String) {
         String::from_utf8_lossy(&out.stderr).into(),
     )
 }
+
+/// Runs `opreg ingest SOURCE -o DB -q` with the real binary and asserts it succeeded.
+pub fn ingest_ok(source: &Path, db: &Path) {
+    let (code, _, err) = opreg(&[
+        "ingest",
+        source.to_str().unwrap(),
+        "-o",
+        db.to_str().unwrap(),
+        "-q",
+    ]);
+    assert_eq!(code, 0, "opreg ingest {} failed: {err}", source.display());
+}

@@ -3,7 +3,7 @@
 //!
 //! The upstream fixture `../shared/testdata/legacy-index/bundles.db` is at schema version 5 and
 //! is only ever opened read-only here. Other versions are built in temporary directories by
-//! applying the migrations registry-semantics.md §4.1 describes, written from that description:
+//! applying upstream's documented schema migrations, written from that description:
 //! version 0 is reconstructed from the fixture's version-0 columns, then migrations 1–5 are
 //! applied to it (including migration 5's backfill quirk, which inserts nameless rows); versions
 //! 6–13 are reached by migrating a temporary copy of the fixture.
@@ -173,7 +173,7 @@ fn s<'a>(v: &'a Value, key: &str) -> &'a str {
     v.get(key).and_then(Value::as_str).unwrap_or("")
 }
 
-/// Applies migrations `from+1 ..= to` (registry-semantics.md §4.1), one transaction each.
+/// Applies migrations `from+1 ..= to`, one transaction each.
 pub fn migrate(conn: &Connection, from: i64, to: i64) {
     for id in from + 1..=to {
         conn.execute_batch("BEGIN").unwrap();

@@ -82,92 +82,91 @@ pub fn read_tree(
     diags: &mut Vec<Diagnostic>,
     warnings: &mut Vec<Diagnostic>,
 ) -> Vec<Decl> {
-    let mut decls = Vec::new();
-    let mut bundle_dirs = Vec::new();
-    let mut walk = Walk::default();
-    visit(
-        root,
-        &mut walk,
-        &mut decls,
-        &mut bundle_dirs,
+    let mut walk = Walk {
+        ancestors: Vec::new(),
+        seen: BTreeSet::new(),
+        decls: Vec::new(),
+        bundle_dirs: Vec::new(),
         diags,
         warnings,
-    );
+    };
+    walk.visit(root);
+    let Walk {
+        mut decls,
+        bundle_dirs,
+        diags,
+        ..
+    } = walk;
     decls.extend(bundle_dirs_to_decls(bundle_dirs, diags));
     decls
 }
 
-/// Directories of the tree walk, by real path. Directory symlinks are followed, so a symlink
-/// can lead back to a directory being walked (a loop: an error naming the link) or to one
-/// already read (read once; a warning).
-#[derive(Default)]
-struct Walk {
+/// The tree walk: directories by real path (directory symlinks are followed, so a symlink can
+/// lead back to a directory being walked, a loop reported as an error naming the link, or to
+/// one already read, read once with a warning), and what has been read so far.
+struct Walk<'a> {
     ancestors: Vec<PathBuf>,
     seen: BTreeSet<PathBuf>,
+    /// Package-manifest directories, read as they are found.
+    decls: Vec<Decl>,
+    /// Bundle directories, assembled into packages once the walk is done.
+    bundle_dirs: Vec<LoadedBundle>,
+    diags: &'a mut Vec<Diagnostic>,
+    warnings: &'a mut Vec<Diagnostic>,
 }
 
-fn visit(
-    dir: &Path,
-    walk: &mut Walk,
-    decls: &mut Vec<Decl>,
-    bundle_dirs: &mut Vec<LoadedBundle>,
-    diags: &mut Vec<Diagnostic>,
-    warnings: &mut Vec<Diagnostic>,
-) {
-    let real = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
-    let at = Origin::file(dir.display().to_string());
-    if let Some(a) = walk.ancestors.iter().find(|a| **a == real) {
-        let msg = format!(
-            "symlink loop: this directory is {}, which contains it",
-            a.display()
-        );
-        diags.push(Diagnostic::error(Rule::Parse, msg).at(&at));
-        return;
-    }
-    if !walk.seen.insert(real.clone()) {
-        let msg = format!("directory {} was already read; skipped", real.display());
-        warnings.push(Diagnostic::warning(Rule::Parse, msg).at(&at));
-        return;
-    }
-    walk.ancestors.push(real);
-    visit_dir(dir, walk, decls, bundle_dirs, diags, warnings);
-    walk.ancestors.pop();
-}
-
-fn visit_dir(
-    dir: &Path,
-    walk: &mut Walk,
-    decls: &mut Vec<Decl>,
-    bundle_dirs: &mut Vec<LoadedBundle>,
-    diags: &mut Vec<Diagnostic>,
-    warnings: &mut Vec<Diagnostic>,
-) {
-    if is_bundle_dir(dir) {
-        if let Some(b) = read_bundle_dir(dir, diags, warnings) {
-            bundle_dirs.push(b);
+impl Walk<'_> {
+    fn visit(&mut self, dir: &Path) {
+        let real = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+        let at = Origin::file(dir.display().to_string());
+        if let Some(a) = self.ancestors.iter().find(|a| **a == real) {
+            let msg = format!(
+                "symlink loop: this directory is {}, which contains it",
+                a.display()
+            );
+            self.diags.push(Diagnostic::error(Rule::Parse, msg).at(&at));
+            return;
         }
-        return;
+        if !self.seen.insert(real.clone()) {
+            let msg = format!("directory {} was already read; skipped", real.display());
+            self.warnings
+                .push(Diagnostic::warning(Rule::Parse, msg).at(&at));
+            return;
+        }
+        self.ancestors.push(real);
+        self.visit_dir(dir);
+        self.ancestors.pop();
     }
-    let children = sorted_children(dir);
-    if let Some(pm) = children
-        .iter()
-        .find(|p| p.is_file() && is_package_manifest_file(p))
-    {
-        decls.extend(read_package_manifest_dir(dir, pm, diags, warnings));
-        return;
-    }
-    if dir.join("metadata").is_dir() && !dir.join("manifests").is_dir() {
-        warnings.push(
-            Diagnostic::warning(
-                Rule::Parse,
-                "directory has metadata/ but no manifests/; not a bundle, skipped",
-            )
-            .at(&Origin::file(dir.display().to_string())),
-        );
-        return;
-    }
-    for c in children.iter().filter(|p| p.is_dir()) {
-        visit(c, walk, decls, bundle_dirs, diags, warnings);
+
+    fn visit_dir(&mut self, dir: &Path) {
+        if is_bundle_dir(dir) {
+            if let Some(b) = read_bundle_dir(dir, self.diags, self.warnings) {
+                self.bundle_dirs.push(b);
+            }
+            return;
+        }
+        let children = sorted_children(dir);
+        if let Some(pm) = children
+            .iter()
+            .find(|p| p.is_file() && is_package_manifest_file(p))
+        {
+            let decls = read_package_manifest_dir(dir, pm, self.diags, self.warnings);
+            self.decls.extend(decls);
+            return;
+        }
+        if dir.join("metadata").is_dir() && !dir.join("manifests").is_dir() {
+            self.warnings.push(
+                Diagnostic::warning(
+                    Rule::Parse,
+                    "directory has metadata/ but no manifests/; not a bundle, skipped",
+                )
+                .at(&Origin::file(dir.display().to_string())),
+            );
+            return;
+        }
+        for c in children.iter().filter(|p| p.is_dir()) {
+            self.visit(c);
+        }
     }
 }
 
