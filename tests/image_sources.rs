@@ -593,3 +593,30 @@ fn bearer_token_flow_with_credentials() {
         "{log:?}"
     );
 }
+
+#[test]
+fn errors_in_an_image_name_the_reference_and_the_path_inside_it() {
+    let reg = Registry::http();
+    let ctx = Ctx::new();
+    // A channel whose only entry names no bundle: invalid, in /configs/broken/catalog.yaml.
+    let dir = ctx.path("broken");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("catalog.yaml"),
+        "schema: olm.package\nname: broken\ndefaultChannel: stable\n---\n\
+         schema: olm.channel\npackage: broken\nname: stable\nentries:\n- name: broken.v1.0.0\n",
+    )
+    .unwrap();
+    let img = Image::new(&[(CONFIGS, "/configs")]).layer(&dir_entries(&dir, "configs/broken"));
+    reg.push("catalogs/broken", "v1", &img);
+    let reference = format!("{}/catalogs/broken:v1", reg.host());
+    let (code, _, err) = ctx.run(&["validate", &reference, "--use-http"]);
+    assert_eq!(code, 1, "{err}");
+    let want = format!("{reference}:/configs/broken/catalog.yaml");
+    let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("error[")).collect();
+    assert!(!errors.is_empty(), "{err}");
+    for l in errors {
+        assert!(l.contains(&want), "names {want}: {l}");
+        assert!(!l.contains("opreg-image-"), "no temp path: {l}");
+    }
+}

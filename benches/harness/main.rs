@@ -21,6 +21,7 @@
 //! a synthetic catalog), `floor-parse` (internal: the parse floor, run as a child).
 
 mod corpus;
+mod image;
 mod load;
 mod procs;
 mod synth;
@@ -512,7 +513,16 @@ fn run(mut a: RunArgs) {
         }
     }
 
-    let report = render(&a, &rows, dur, warmup, starts);
+    let mut report = render(&a, &rows, dur, warmup, starts);
+    // The primary catalog again, this time from a registry.
+    if let Some(primary) = inputs.iter().find(|i| i.primary) {
+        eprintln!("harness: == {} from a registry ==", primary.name);
+        let row = image::measure(&bin, &primary.path, &work);
+        if let Err(e) = &row {
+            eprintln!("harness: registry ingest not measured: {e}");
+        }
+        image::section(&mut report, &primary.name, &row);
+    }
     match &a.out {
         Some(p) => std::fs::write(p, report).expect("write report"),
         None => print!("{report}"),

@@ -63,7 +63,7 @@ pub fn run(a: Args) -> i32 {
         Ok(r) => r,
         Err(code) => return code,
     };
-    let cat = match super::load_valid_with(&resolved.paths, false, false, &mut |b, _| {
+    let cat = match super::load_valid_with(&resolved.paths, &resolved, false, false, &mut |b, _| {
         resolved.finish_bundle(b)
     }) {
         Ok(c) => c,

@@ -106,7 +106,7 @@ pub fn ingest_resolved(
             let _ = tx.send(b);
             light
         };
-        let loaded = super::load_valid_with(sources, progress, quiet, &mut sink);
+        let loaded = super::load_valid_with(sources, resolved, progress, quiet, &mut sink);
         drop(tx);
         let written = writer
             .join()

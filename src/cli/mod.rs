@@ -136,13 +136,21 @@ pub fn show_progress(quiet: bool) -> bool {
 
 /// Reads and validates SOURCEs, printing every diagnostic to stderr. `Err` carries the exit code.
 pub fn load_valid(sources: &[PathBuf], progress: bool, quiet: bool) -> Result<ValidCatalog, i32> {
-    load_valid_with(sources, progress, quiet, &mut |b, _| b)
+    load_valid_with(
+        sources,
+        &crate::image::Resolved::default(),
+        progress,
+        quiet,
+        &mut |b, _| b,
+    )
 }
 
-/// [`load_valid`], handing each bundle to `sink` as it is read
+/// [`load_valid`], handing each bundle to `sink` as it is read, and naming files unpacked
+/// from `images` by their image
 /// ([`crate::source::load_sources_with`]).
 pub fn load_valid_with(
     sources: &[PathBuf],
+    images: &crate::image::Resolved,
     progress: bool,
     quiet: bool,
     sink: &mut crate::catalog::BundleSink<'_>,
@@ -159,6 +167,9 @@ pub fn load_valid_with(
         pb.set_message("validating");
     }
     let result = crate::validate::check(cat, &mut errors, &mut warnings);
+    // Files unpacked from images are named by the image they came from.
+    images.locate(&mut errors);
+    images.locate(&mut warnings);
     if let Some(pb) = spinner {
         pb.finish_and_clear();
     }

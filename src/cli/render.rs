@@ -47,9 +47,13 @@ pub fn run(a: Args) -> i32 {
         {
             j += 1;
         }
-        let cat = match super::load_valid_with(&resolved.paths[i..j], false, false, &mut |b, _| {
-            resolved.finish_bundle(b)
-        }) {
+        let cat = match super::load_valid_with(
+            &resolved.paths[i..j],
+            &resolved,
+            false,
+            false,
+            &mut |b, _| resolved.finish_bundle(b),
+        ) {
             Ok(c) => c,
             Err(code) => return code,
         };

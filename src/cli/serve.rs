@@ -272,6 +272,8 @@ fn prepare(
                 resolved.finish_bundle(b)
             });
         let valid = crate::validate::check(cat, &mut errors, &mut warnings);
+        resolved.locate(&mut errors);
+        resolved.locate(&mut warnings);
         for w in warnings {
             tracing::warn!("{w}");
         }

@@ -144,7 +144,7 @@ fn from_sources(
     resolved: &crate::image::Resolved,
     req: &resolve::Request,
 ) -> Result<Resolution, ResolveOrExit> {
-    let cat = super::load_valid_with(&resolved.paths, false, true, &mut |b, _| {
+    let cat = super::load_valid_with(&resolved.paths, &resolved, false, true, &mut |b, _| {
         resolved.finish_bundle(b)
     })
     .map_err(ResolveOrExit::Exit)?;

@@ -25,9 +25,13 @@ pub fn run(a: Args) -> i32 {
         Err(code) => return code,
     };
     let progress = super::show_progress(a.quiet);
-    match super::load_valid_with(&resolved.paths, progress, a.quiet, &mut |b, _| {
-        resolved.finish_bundle(b)
-    }) {
+    match super::load_valid_with(
+        &resolved.paths,
+        &resolved,
+        progress,
+        a.quiet,
+        &mut |b, _| resolved.finish_bundle(b),
+    ) {
         Ok(cat) => {
             if a.upgrades && !a.quiet {
                 for w in crate::validate::upgrade_lint::lint(&cat) {

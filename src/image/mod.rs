@@ -93,6 +93,33 @@ pub struct ResolvedImage {
     pub path: PathBuf,
 }
 
+impl ResolvedImage {
+    /// `REFERENCE:/path/in/image` for a file unpacked from this image; `None` for any other.
+    fn image_path(&self, local: &Path) -> Option<String> {
+        let rel = local.strip_prefix(&self.path).ok()?;
+        let inner = match &self.kind {
+            kind::ImageKind::Catalog { configs } => Path::new(configs).join(rel),
+            kind::ImageKind::Index { database } => PathBuf::from(database),
+            kind::ImageKind::Bundle {
+                manifests,
+                metadata,
+            } => {
+                let mut parts = rel.components();
+                let top = parts.next()?.as_os_str().to_str()?.to_string();
+                let label = if top == "manifests" {
+                    manifests
+                } else {
+                    metadata
+                };
+                Path::new(label).join(parts.as_path())
+            }
+        };
+        let inner = inner.to_string_lossy();
+        let slash = if inner.starts_with('/') { "" } else { "/" };
+        Some(format!("{}:{slash}{inner}", self.given))
+    }
+}
+
 /// SOURCEs as local paths, with the temporary directories that hold the unpacked images
 /// (removed when this is dropped).
 #[derive(Debug, Default)]
@@ -123,6 +150,23 @@ impl Resolved {
             }
         }
         b
+    }
+
+    /// Names the image a diagnostic's file came from, as `REFERENCE:/path/in/image`, instead of
+    /// the temporary directory it was unpacked to.
+    pub fn locate(&self, diags: &mut [crate::diag::Diagnostic]) {
+        for d in diags {
+            let Some(o) = d.origin.as_mut() else { continue };
+            let local = Path::new(&o.file);
+            if let Some(named) = self
+                .images
+                .iter()
+                .flatten()
+                .find_map(|i| i.image_path(local))
+            {
+                o.file = named;
+            }
+        }
     }
 
     /// The images pulled, for the built database's catalog info (`images`): a JSON array of
