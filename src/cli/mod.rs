@@ -3,9 +3,11 @@
 //! Exit codes are stable: 0 success, 1 an invalid catalog or a failure at run time, 2 a usage
 //! error (unknown flag, missing argument). `validate` documents its own meaning of 1.
 
+pub mod diff;
 pub mod graph;
 pub mod health_probe;
 pub mod ingest;
+pub mod list;
 pub mod render;
 pub mod serve;
 pub mod upgrade;
@@ -68,6 +70,8 @@ pub enum Command {
     Serve(serve::Args),
     Upgrade(upgrade::Args),
     Graph(graph::Args),
+    List(list::Args),
+    Diff(diff::Args),
     HealthProbe(health_probe::Args),
 }
 
@@ -105,6 +109,8 @@ pub fn dispatch(cli: Cli) -> i32 {
         Command::Serve(a) => serve::run(a),
         Command::Upgrade(a) => upgrade::run(a),
         Command::Graph(a) => graph::run(a),
+        Command::List(a) => list::run(a),
+        Command::Diff(a) => diff::run(a),
         Command::HealthProbe(a) => health_probe::run(a),
     }
 }

@@ -22,6 +22,9 @@ use std::path::PathBuf;
 /// candidate, and takes non-deprecated first, then the highest version. semver is v1 with
 /// successors `^V, != V` instead of catalog edges.
 ///
+/// A hop to a lower version (an older bundle's skipRange covers the installed one: the graph
+/// loops) is marked DOWNGRADE, and `"downgrade": true` in JSON.
+///
 /// JSON output (--output json) has the stable keys `next` (null or a step), `path` (steps),
 /// `rejected` ({name, version, reason, detail}), plus `installed`, `semantics`, `package` and
 /// `error` (the error OLM v1 would report, or null).
@@ -161,6 +164,9 @@ fn hop(s: &Step) -> String {
         "{} -> {} ({}) in channel {} via {}",
         s.from, s.name, s.version, s.channel, s.edge
     );
+    if s.downgrade {
+        line += " DOWNGRADE (an older bundle's skipRange covers the installed version)";
+    }
     if !s.max_openshift_version.is_empty() {
         line += &format!(" [maxOpenShiftVersion {}]", s.max_openshift_version);
     }
