@@ -235,9 +235,20 @@ pub fn stranded(old: &Catalog, new: &Catalog, semantics: Semantics) -> Vec<Stran
     let mut out = Vec::new();
     for op in old.packages.values() {
         let np = new.packages.get(&op.name);
+        let versions = Versions::of(op);
         for och in op.channels.values() {
             let nch = np.and_then(|p| p.channels.get(&och.name));
-            for e in &och.entries {
+            // Oldest first: their paths pass through the newer entries, whose outcomes are
+            // then known without resolving again.
+            let mut entries: Vec<&crate::model::ChannelEntry> = och.entries.iter().collect();
+            entries.sort_by(
+                |a, b| match (versions.get(&a.name), versions.get(&b.name)) {
+                    (Some(x), Some(y)) => x.cmp_precedence(y),
+                    _ => a.name.cmp(&b.name),
+                },
+            );
+            let mut known: HashMap<String, Outcome> = HashMap::new();
+            for e in entries {
                 let version = op
                     .bundles
                     .get(&e.name)
@@ -277,9 +288,13 @@ pub fn stranded(old: &Catalog, new: &Catalog, semantics: Semantics) -> Vec<Stran
                 if e.name == head {
                     continue;
                 }
-                if let Some((reason, detail)) =
-                    path_to_head(&graph, np, &och.name, &e.name, &version, head, semantics)
-                {
+                let outcome = match known.get(&e.name) {
+                    Some(o) => o.clone(),
+                    None => path_to_head(
+                        &graph, np, &och.name, &e.name, &version, head, semantics, &mut known,
+                    ),
+                };
+                if let Some((reason, detail)) = outcome {
                     strand(reason, detail);
                 }
             }
@@ -289,7 +304,25 @@ pub fn stranded(old: &Catalog, new: &Catalog, semantics: Semantics) -> Vec<Stran
     out
 }
 
-/// `None` when the installed bundle reaches `head`; else why not.
+/// `None` when a bundle reaches the head; else why not.
+type Outcome = Option<(Reason, String)>;
+
+fn no_upgrade(channel: &str, bundle: &str, version: &str) -> (Reason, String) {
+    (
+        Reason::NoUpgrade,
+        format!(
+            "no bundle of channel {channel} replaces, skips or has a skipRange covering \
+             {bundle} ({version}): add it to the replaces or skips of a bundle in the channel, \
+             or widen a skipRange"
+        ),
+    )
+}
+
+/// Whether the installed `bundle` reaches `head`. Each bundle on its path gets its own
+/// outcome in `known` (a path from a bundle is the rest of any path through it, since each
+/// hop depends only on the bundle it starts from), so a channel is resolved in about as many
+/// hops as it has entries.
+#[allow(clippy::too_many_arguments)]
 fn path_to_head(
     g: &Cached<'_>,
     np: &Package,
@@ -298,7 +331,8 @@ fn path_to_head(
     version: &str,
     head: &str,
     semantics: Semantics,
-) -> Option<(Reason, String)> {
+    known: &mut HashMap<String, Outcome>,
+) -> Outcome {
     let from = if np.bundles.contains_key(bundle) || version.is_empty() {
         bundle.to_string()
     } else {
@@ -313,26 +347,39 @@ fn path_to_head(
         semantics,
         openshift_version: None,
     };
-    match resolve::resolve(g, &req) {
-        Ok(r) if r.path.iter().any(|s| s.name == head) => None,
-        Ok(r) => match r.path.last() {
-            None => Some((
-                Reason::NoUpgrade,
-                format!(
-                    "no bundle of channel {channel} replaces, skips or has a skipRange covering \
-                     {bundle} ({version}): add it to the replaces or skips of a bundle in the \
-                     channel, or widen a skipRange"
-                ),
-            )),
-            Some(last) => Some((
-                Reason::PathEndsBeforeHead,
-                format!(
-                    "its upgrade path ends at {} ({}), not at the head {head}",
-                    last.name, last.version
-                ),
-            )),
-        },
-        Err(e) => Some((Reason::Unresolvable, e.to_string())),
+    let r = match resolve::resolve(g, &req) {
+        Ok(r) => r,
+        Err(e) => return Some((Reason::Unresolvable, e.to_string())),
+    };
+    let at_head = r.path.iter().position(|s| s.name == head);
+    let looped = r.rejected.iter().any(|x| x.reason == "already-on-path");
+    for (i, s) in r.path.iter().enumerate() {
+        let o = match at_head {
+            Some(h) if i <= h => None,
+            _ if looped => continue,
+            _ if i + 1 == r.path.len() => Some(no_upgrade(channel, &s.name, &s.version)),
+            _ => r.path.last().map(|last| {
+                (
+                    Reason::PathEndsBeforeHead,
+                    format!(
+                        "its upgrade path ends at {} ({}), not at the head {head}",
+                        last.name, last.version
+                    ),
+                )
+            }),
+        };
+        known.entry(s.name.clone()).or_insert(o);
+    }
+    match r.path.last() {
+        _ if at_head.is_some() => None,
+        None => Some(no_upgrade(channel, bundle, version)),
+        Some(last) => Some((
+            Reason::PathEndsBeforeHead,
+            format!(
+                "its upgrade path ends at {} ({}), not at the head {head}",
+                last.name, last.version
+            ),
+        )),
     }
 }
 

@@ -296,3 +296,22 @@ fn usage_and_unreadable_sources() {
         "{err}"
     );
 }
+
+#[test]
+#[ignore = "heavy tier: reads the 85 MB community catalog twice"]
+fn community_catalog_against_its_own_build_strands_nothing() {
+    let src = common::corpus_valid("community-operators.fbc.json");
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("c.db");
+    let (code, _, err) = opreg(&["ingest", src.to_str().unwrap(), "-o", db.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let t = std::time::Instant::now();
+    let (code, v, err) = diff(&db, &src, &[]);
+    eprintln!(
+        "diff of the community catalog with its build: {:?}",
+        t.elapsed()
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(v["stranded"], json!([]));
+    assert_eq!(v["edges"], json!({"added": [], "removed": []}));
+}

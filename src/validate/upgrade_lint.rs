@@ -5,7 +5,7 @@ use crate::diag::{Diagnostic, Rule};
 use crate::graph::{channel_head, classic_chain, EdgeKind, EntryRule, Head, Versions};
 use crate::model::{Catalog, Channel};
 use serde::Serialize;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// A skipRange that covers a newer version in the same channel: both OLMs let a subscriber at
 /// `covers` "upgrade" to the older `bundle` (and, usually, back again: a loop).
@@ -132,23 +132,38 @@ pub fn lint(cat: &Catalog) -> Vec<Diagnostic> {
                     warn(&e.name, msg);
                 }
             }
-            // 3. A skipRange covering a newer version: a downgrade hop.
-            for d in downgrades(&pkg.name, &versions, ch) {
+            // 3. A skipRange covering a newer version: a downgrade hop. One warning per
+            // skipRange, naming every newer bundle it covers.
+            let mut by_bundle: BTreeMap<&str, Vec<Downgrade>> = BTreeMap::new();
+            let found = downgrades(&pkg.name, &versions, ch);
+            for d in &found {
+                by_bundle.entry(&d.bundle).or_default().push(d.clone());
+            }
+            for (bundle, ds) in by_bundle {
+                let d = &ds[0];
+                let newer: Vec<String> = ds
+                    .iter()
+                    .map(|d| format!("{} ({})", d.covers, d.covers_version))
+                    .collect();
                 let msg = format!(
-                    "{} ({}) has skipRange {:?}, which covers the newer {} ({}) in the same \
-                     channel: a subscriber at {} \"upgrades\" down to {}; bound the range \
-                     below {}, e.g. \"<{}\"",
+                    "{} ({}) has skipRange {:?}, which covers the newer {} in the same channel: \
+                     a subscriber at {} \"upgrades\" down to {} (and the graph loops); bound \
+                     the range below {}, e.g. \"<{}\"",
                     d.bundle,
                     d.version,
                     d.skip_range,
-                    d.covers,
-                    d.covers_version,
-                    d.covers,
+                    newer.join(", "),
+                    ds.iter()
+                        .max_by(|a, b| {
+                            let v = |d: &Downgrade| semver::Version::parse(&d.covers_version).ok();
+                            v(a).cmp(&v(b))
+                        })
+                        .map_or("", |l| l.covers.as_str()),
                     d.bundle,
                     d.version,
                     d.version
                 );
-                warn(&d.bundle, msg);
+                warn(bundle, msg);
             }
             // 4. skipRange without replaces: older versions drop out of the channel.
             for e in &ch.entries {
