@@ -3,6 +3,7 @@
 //! Exit codes are stable: 0 success, 1 an invalid catalog or a failure at run time, 2 a usage
 //! error (unknown flag, missing argument). `validate` documents its own meaning of 1.
 
+pub mod completions;
 pub mod diff;
 pub mod graph;
 pub mod health_probe;
@@ -72,6 +73,8 @@ pub enum Command {
     Graph(graph::Args),
     List(list::Args),
     Diff(diff::Args),
+    Completions(completions::Args),
+    Man(completions::ManArgs),
     HealthProbe(health_probe::Args),
 }
 
@@ -111,6 +114,8 @@ pub fn dispatch(cli: Cli) -> i32 {
         Command::Graph(a) => graph::run(a),
         Command::List(a) => list::run(a),
         Command::Diff(a) => diff::run(a),
+        Command::Completions(a) => completions::run(a),
+        Command::Man(a) => completions::run_man(a),
         Command::HealthProbe(a) => health_probe::run(a),
     }
 }
