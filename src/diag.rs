@@ -165,6 +165,8 @@ pub struct Diagnostic {
     pub channel: Option<String>,
     pub bundle: Option<String>,
     pub message: String,
+    /// What to change, and where: printed on a second line, `  help: ...`.
+    pub help: Option<String>,
 }
 
 impl Diagnostic {
@@ -177,6 +179,7 @@ impl Diagnostic {
             channel: None,
             bundle: None,
             message: message.into(),
+            help: None,
         }
     }
     pub fn warning(rule: Rule, message: impl Into<String>) -> Self {
@@ -199,6 +202,12 @@ impl Diagnostic {
     }
     pub fn bundle(mut self, b: &str) -> Self {
         self.bundle = Some(b.to_string());
+        self
+    }
+    /// Adds a `help:` line ("" adds none).
+    pub fn help(mut self, h: impl Into<String>) -> Self {
+        let h = h.into();
+        self.help = (!h.is_empty()).then_some(h);
         self
     }
     pub fn is_error(&self) -> bool {
@@ -229,7 +238,11 @@ impl fmt::Display for Diagnostic {
         if !scope.is_empty() {
             write!(f, "{}: ", scope.join(", "))?;
         }
-        write!(f, "{}", crate::text::elide(&self.message, MAX_MESSAGE, 512))
+        write!(f, "{}", crate::text::elide(&self.message, MAX_MESSAGE, 512))?;
+        if let Some(h) = &self.help {
+            write!(f, "\n  help: {}", crate::text::elide(h, MAX_MESSAGE, 512))?;
+        }
+        Ok(())
     }
 }
 
