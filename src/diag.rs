@@ -165,6 +165,8 @@ pub struct Diagnostic {
     pub channel: Option<String>,
     pub bundle: Option<String>,
     pub message: String,
+    /// What to change, and where: printed on a second line, `  help: ...`.
+    pub help: Option<String>,
 }
 
 impl Diagnostic {
@@ -177,6 +179,7 @@ impl Diagnostic {
             channel: None,
             bundle: None,
             message: message.into(),
+            help: None,
         }
     }
     /// Scoped to a bundle: its file, package and name.
@@ -209,6 +212,12 @@ impl Diagnostic {
         self.bundle = Some(b.to_string());
         self
     }
+    /// Adds a `help:` line ("" adds none).
+    pub fn help(mut self, h: impl Into<String>) -> Self {
+        let h = h.into();
+        self.help = (!h.is_empty()).then_some(h);
+        self
+    }
     pub fn is_error(&self) -> bool {
         self.severity == Severity::Error
     }
@@ -237,7 +246,11 @@ impl fmt::Display for Diagnostic {
         if !scope.is_empty() {
             write!(f, "{}: ", scope.join(", "))?;
         }
-        write!(f, "{}", crate::text::elide(&self.message, MAX_MESSAGE, 512))
+        write!(f, "{}", crate::text::elide(&self.message, MAX_MESSAGE, 512))?;
+        if let Some(h) = &self.help {
+            write!(f, "\n  help: {}", crate::text::elide(h, MAX_MESSAGE, 512))?;
+        }
+        Ok(())
     }
 }
 

@@ -28,6 +28,9 @@
 //! * [`validate`]: upstream's catalog rules, all errors at once, each naming file and rule;
 //!   only it makes a [`validate::ValidCatalog`].
 //! * [`wire`]: model → `api.Bundle` (field-fill rules, csvJson synthesis).
+//! * [`inventory`]: what a catalog holds, as `opreg list`'s rows (from the model, or from the
+//!   store's tables).
+//! * [`diff`]: comparing two catalogs (`opreg diff`), stranding asked of [`graph::resolve`].
 //! * [`store`]: the SQLite store: schema from `migrations/`, atomic writes of a
 //!   `ValidCatalog`, materialized edges, read-only queries.
 //! * [`image`]: image references as SOURCEs: pulls catalog, index and bundle images from
@@ -65,9 +68,11 @@ pub mod catalog;
 pub mod cli;
 pub mod demo;
 pub mod diag;
+pub mod diff;
 pub mod graph;
 pub mod image;
 pub mod imageref;
+pub mod inventory;
 pub mod json;
 pub mod model;
 pub mod release;

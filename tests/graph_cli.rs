@@ -117,11 +117,26 @@ fn etcd_dot_has_every_node_edge_kind_and_the_synthetic_node() {
             name.clone()
         };
         let c = &d.clusters[&title];
-        // Edges: exactly graph::channel_edges, each styled by its kind.
-        let want: BTreeSet<(String, String, String)> = graph::channel_edges(&versions, ch)
-            .into_iter()
-            .map(|e| (e.from, e.to, e.kind.as_str().to_string()))
+        // Edges: graph::channel_edges in upgrade direction (older → newer), each styled by its
+        // kind; a skipRange once, from its bracket.
+        let all = graph::channel_edges(&versions, ch);
+        let mut want: BTreeSet<(String, String, String)> = all
+            .iter()
+            .filter(|e| e.kind != EdgeKind::SkipRange)
+            .map(|e| (e.to.clone(), e.from.clone(), e.kind.as_str().to_string()))
             .collect();
+        for e in &ch.entries {
+            if all
+                .iter()
+                .any(|x| x.from == e.name && x.kind == EdgeKind::SkipRange)
+            {
+                want.insert((
+                    format!("skipRange {}", e.skip_range),
+                    e.name.clone(),
+                    "skipRange".into(),
+                ));
+            }
+        }
         let got: BTreeSet<(String, String, String)> = c
             .edges
             .iter()
@@ -140,7 +155,8 @@ fn etcd_dot_has_every_node_edge_kind_and_the_synthetic_node() {
         let mut want_nodes: BTreeSet<String> = ch.entries.iter().map(|e| e.name.clone()).collect();
         let synthetic: BTreeSet<String> = want
             .iter()
-            .map(|e| e.1.clone())
+            .filter(|e| e.2 != "skipRange")
+            .map(|e| e.0.clone())
             .filter(|t| !etcd.bundles.contains_key(t))
             .collect();
         want_nodes.extend(synthetic.iter().cloned());
@@ -171,8 +187,8 @@ fn etcd_dot_has_every_node_edge_kind_and_the_synthetic_node() {
     for title in ["alpha (default)", "stable"] {
         let c = &d.clusters[title];
         assert!(c.nodes.contains_key("etcdoperator.v0.9.1"));
-        assert!(c.edges.iter().any(|(f, t, l, _)| f == "etcdoperator.v0.9.2"
-            && t == "etcdoperator.v0.9.1"
+        assert!(c.edges.iter().any(|(f, t, l, _)| t == "etcdoperator.v0.9.2"
+            && f == "etcdoperator.v0.9.1"
             && l == "skips"));
     }
     assert!(!d.clusters["beta"].nodes.contains_key("etcdoperator.v0.9.1"));
@@ -235,8 +251,8 @@ fn etcd_mermaid_marks_kinds_head_default_and_synthetic() {
         };
         assert!(
             edges.contains(&(
-                id(&e.from),
                 id(&e.to),
+                id(&e.from),
                 arrow.to_string(),
                 e.kind.as_str().to_string()
             )),
@@ -246,7 +262,16 @@ fn etcd_mermaid_marks_kinds_head_default_and_synthetic() {
     assert_eq!(classes[&id("etcdoperator.v0.9.2")], "head");
     assert_eq!(classes[&id("etcdoperator.v0.9.1")], "synthetic");
     assert!(!classes.contains_key(&id("etcdoperator.v0.9.0")));
-    assert_eq!(names.len(), ch.entries.len() + 1);
+    // The entries, the synthetic node and the legend.
+    assert_eq!(names.len(), ch.entries.len() + 2);
+    assert!(names["lgd"].starts_with("arrows point from the installed bundle"));
+    // The default channel comes first.
+    let all = graph_out(&["graph", src.to_str().unwrap(), "-p", "etcd"]);
+    let firsts: Vec<&str> = all
+        .lines()
+        .filter(|l| l.trim_start().starts_with("subgraph"))
+        .collect();
+    assert!(firsts[0].contains("alpha (default)"), "{firsts:?}");
 }
 
 const SMALL_FBC: &str = r#"{"schema":"olm.package","name":"kiwi","defaultChannel":"stable"}
@@ -272,24 +297,89 @@ fn skip_range_edges_outside_bundles_and_deprecations_are_drawn() {
             .find(|(a, b, k, _)| a == f && b == t && k == l)
             .map(|e| e.3.clone())
     };
-    let sr = has(stable, "kiwi.v2.0.0", "kiwi.v1.1.0", "skipRange").expect("skipRange edge");
+    // One bracket per skipRange, labelled with the range and what it covers.
+    let range = "skipRange >=1.0.0 <2.0.0";
+    let sr = has(stable, range, "kiwi.v2.0.0", "skipRange").expect("skipRange edge");
     assert_eq!(attr(&sr, "style"), Some("dotted"));
-    assert!(has(stable, "kiwi.v2.0.0", "kiwi.v1.1.0", "replaces").is_some());
-    assert!(has(stable, "kiwi.v2.0.0", "kiwi.v1.0.0", "skipRange").is_some());
-    assert!(has(stable, "kiwi.v2.0.0", "kiwi.v1.0.5", "skips").is_some());
+    assert_eq!(stable.nodes[range].0[1], "covers 2 bundles");
+    assert_eq!(
+        stable.edges.iter().filter(|e| e.2 == "skipRange").count(),
+        1
+    );
+    assert!(has(stable, "kiwi.v1.1.0", "kiwi.v2.0.0", "replaces").is_some());
+    assert!(has(stable, "kiwi.v1.0.5", "kiwi.v2.0.0", "skips").is_some());
     let (lines, attrs) = &stable.nodes["kiwi.v1.1.0"];
     assert!(lines.iter().any(|l| l.contains("deprecated")));
     assert!(attrs.contains("gray90"));
     let (lines, attrs) = &stable.nodes["kiwi.v1.0.5"];
     assert!(lines.iter().any(|l| l.contains("synthetic")));
     assert!(attrs.contains("dashed"));
-    // In "fast", 2.0.0's skipRange reaches 1.1.0, a bundle of the package outside the channel.
+    // In "fast", 2.0.0's skipRange covers 1.1.0, a bundle outside the channel: the bracket
+    // counts it, and no node is drawn for it.
     let fast = &d.clusters["fast"];
-    assert!(has(fast, "kiwi.v2.0.0", "kiwi.v1.1.0", "skipRange").is_some());
-    let (lines, attrs) = &fast.nodes["kiwi.v1.1.0"];
-    assert!(lines.iter().any(|l| l.contains("not in channel")));
-    assert!(attrs.contains("dotted"));
+    assert!(has(fast, "skipRange >=1.1.0 <2.0.0", "kiwi.v2.0.0", "skipRange").is_some());
+    assert_eq!(
+        fast.nodes["skipRange >=1.1.0 <2.0.0"].0[1],
+        "covers 1 bundle"
+    );
+    assert!(!fast.nodes.contains_key("kiwi.v1.1.0"));
     assert!(!fast.nodes.contains_key("kiwi.v1.0.5"));
+    // --channel in both formats; --since leaves out older bundles and their edges.
+    for f in ["dot", "mermaid"] {
+        let out = graph_out(&[
+            "graph",
+            fbc.to_str().unwrap(),
+            "-p",
+            "kiwi",
+            "-c",
+            "fast",
+            "-f",
+            f,
+        ]);
+        assert!(
+            out.contains("fast") && !out.contains("stable"),
+            "{f}: {out}"
+        );
+        let out = graph_out(&[
+            "graph",
+            fbc.to_str().unwrap(),
+            "-p",
+            "kiwi",
+            "--since",
+            "1.1.0",
+            "-f",
+            f,
+        ]);
+        assert!(
+            !out.contains("kiwi.v1.0.0") && out.contains("kiwi.v1.1.0"),
+            "{f}: {out}"
+        );
+    }
+    let d = parse_dot(&graph_out(&[
+        "graph",
+        fbc.to_str().unwrap(),
+        "-p",
+        "kiwi",
+        "--since",
+        "1.1.0",
+        "-f",
+        "dot",
+    ]));
+    let stable = &d.clusters["stable (default)"];
+    assert_eq!(
+        stable.nodes["skipRange >=1.0.0 <2.0.0"].0[1],
+        "covers 1 bundle"
+    );
+    let (code, _, err) = opreg(&[
+        "graph",
+        fbc.to_str().unwrap(),
+        "-p",
+        "kiwi",
+        "--since",
+        "one",
+    ]);
+    assert_eq!(code, 1);
+    assert!(err.contains("--since \"one\" is not a version"), "{err}");
 }
 
 #[test]
@@ -341,7 +431,7 @@ fn from_highlights_the_resolved_classic_and_v1_paths() {
         for (f, t, l, attrs) in &c.edges {
             let on = |p: &[opreg::graph::resolve::Step]| {
                 p.iter()
-                    .any(|s| &s.name == f && &s.from == t && &s.edge == l)
+                    .any(|s| &s.from == f && &s.name == t && &s.edge == l)
             };
             let color = attr(attrs, "color").unwrap_or("");
             let want = match (on(&classic), on(&v1)) {
@@ -398,4 +488,116 @@ fn legacy_index_draws_like_its_manifests_and_bad_names_fail() {
     assert!(err.contains("no channel \"nope\""), "{err}");
     let (code, _, _) = opreg(&["graph", f, "-p", "etcd", "-f", "png"]);
     assert_eq!(code, 2);
+}
+
+/// A package whose every bundle has a skipRange covering all older ones (the shape of
+/// assisted-service-operator's ocm-2.6): one bracket per skipRange, not one edge per covered
+/// bundle, and graphviz lays it out.
+#[test]
+fn skip_range_heavy_package_draws_one_edge_per_skip_range() {
+    let n = 30;
+    let mut fbc = String::from(r#"{"schema":"olm.package","name":"heavy","defaultChannel":"c"}"#);
+    let mut entries = Vec::new();
+    for i in 0..n {
+        let mut e = serde_json::json!({"name": format!("heavy.v1.0.{i}"), "skipRange": format!(">=0.0.1 <1.0.{i}")});
+        if i > 0 {
+            e["replaces"] = format!("heavy.v1.0.{}", i - 1).into();
+        }
+        entries.push(e);
+        fbc += &format!(
+            "\n{{\"schema\":\"olm.bundle\",\"package\":\"heavy\",\"name\":\"heavy.v1.0.{i}\",\"image\":\"example.com/heavy:{i}\",\"properties\":[{{\"type\":\"olm.package\",\"value\":{{\"packageName\":\"heavy\",\"version\":\"1.0.{i}\"}}}}]}}"
+        );
+    }
+    fbc += &format!(
+        "\n{}\n",
+        serde_json::json!({"schema": "olm.channel", "package": "heavy", "name": "c", "entries": entries})
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("catalog.json");
+    std::fs::write(&path, fbc).unwrap();
+    let cat = load(&path);
+    let all = graph::channel_edges(
+        &Versions::of(&cat.packages["heavy"]),
+        &cat.packages["heavy"].channels["c"],
+    );
+    assert_eq!(all.len(), (n - 1) + n * (n - 1) / 2, "the rule's own edges");
+    let out = graph_out(&["graph", path.to_str().unwrap(), "-p", "heavy", "-f", "dot"]);
+    let d = parse_dot(&out);
+    let c = &d.clusters["c (default)"];
+    // 29 replaces, and one bracket for each of the 29 ranges that cover anything.
+    assert_eq!(c.edges.iter().filter(|e| e.2 == "replaces").count(), n - 1);
+    assert_eq!(c.edges.iter().filter(|e| e.2 == "skipRange").count(), n - 1);
+    assert_eq!(c.edges.len(), 2 * (n - 1));
+    assert_eq!(
+        c.nodes[&format!("skipRange >=0.0.1 <1.0.{}", n - 1)].0[1],
+        format!("covers {} bundles", n - 1)
+    );
+    if let Ok(mut child) = std::process::Command::new("dot")
+        .arg("-Tsvg")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+    {
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(out.as_bytes())
+            .unwrap();
+        let o = child.wait_with_output().unwrap();
+        assert!(o.status.success());
+        assert!(String::from_utf8_lossy(&o.stdout).contains("<svg"));
+    }
+}
+
+#[test]
+#[ignore = "heavy tier: reads the 85 MB community catalog"]
+fn assisted_service_ocm_2_6_stays_small_and_renders_fast() {
+    let src = common::corpus_valid("community-operators.fbc.json");
+    let s = src.to_str().unwrap();
+    let out = graph_out(&[
+        "graph",
+        s,
+        "-p",
+        "assisted-service-operator",
+        "-c",
+        "ocm-2.6",
+        "-f",
+        "dot",
+    ]);
+    let edges = out.lines().filter(|l| l.contains(" -> ")).count();
+    assert!(
+        edges < 150,
+        "{edges} edges (1,211 when every covered bundle got an edge)"
+    );
+    let mermaid = graph_out(&[
+        "graph",
+        s,
+        "-p",
+        "assisted-service-operator",
+        "-c",
+        "ocm-2.6",
+    ]);
+    assert!(mermaid.len() < 50_000, "{} characters", mermaid.len());
+    let t = std::time::Instant::now();
+    let mut child = std::process::Command::new("dot")
+        .arg("-Tsvg")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("graphviz's dot (apt install graphviz)");
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(out.as_bytes())
+        .unwrap();
+    assert!(child.wait().unwrap().success());
+    assert!(
+        t.elapsed() < std::time::Duration::from_secs(10),
+        "{:?}",
+        t.elapsed()
+    );
 }

@@ -14,6 +14,8 @@
 //!   server process, same runtime and thread configuration, same client;
 //! * `opreg upgrade DB` on the package with the most bundles, from the tail of its default
 //!   channel (process start to exit);
+//! * `opreg diff DB SOURCE` (the built database against the catalog it was built from: every
+//!   version of every channel resolved for stranding), wall time and peak RSS;
 //! * for the largest real catalog, the same unary load at 64 callers with 1 and 2 worker
 //!   threads (`opreg serve --threads N`).
 //!
@@ -272,6 +274,7 @@ struct Row {
     unary: Vec<(Rpc, usize, LoadStats)>,
     threads: Vec<(usize, Rpc, LoadStats)>,
     upgrade: Option<Upgrade>,
+    diff: Option<ChildStats>,
     primary: bool,
 }
 
@@ -507,6 +510,16 @@ fn run(mut a: RunArgs) {
             }
         }
         row.upgrade = measure_upgrade(&bin, &db, &errf, if a.smoke { 1 } else { 5 });
+        row.diff = procs::run_child(
+            Command::new(&bin)
+                .arg("diff")
+                .arg(&db)
+                .arg(&input.path)
+                .args(["-o", "json"]),
+            &errf,
+        )
+        .map_err(|e| eprintln!("harness: diff: {e}"))
+        .ok();
         rows.push(row);
         if !a.smoke {
             let _ = std::fs::remove_file(&db);
@@ -938,6 +951,19 @@ fn render(a: &RunArgs, rows: &[Row], dur: Duration, warmup: Duration, starts: us
                 w,
                 "| {} | {} ({}) | {} in {} | {} | {:.0} | {:.0} |",
                 r.name, u.package, u.bundles, u.from, u.channel, u.hops, u.classic_ms, u.v1_ms
+            );
+        }
+    }
+    let _ = writeln!(w, "\n## opreg diff\n\n`opreg diff DB SOURCE -o json`: the built database against the catalog it was built from (both read and validated, every version of every channel resolved for stranding under classic rules), process start to exit.\n");
+    let _ = writeln!(w, "| catalog | wall (s) | peak RSS (MB) |\n|---|---|---|");
+    for r in rows {
+        if let Some(d) = &r.diff {
+            let _ = writeln!(
+                w,
+                "| {} | {:.1} | {:.0} |",
+                r.name,
+                d.wall.as_secs_f64(),
+                mb(d.maxrss_kb)
             );
         }
     }

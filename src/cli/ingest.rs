@@ -28,7 +28,7 @@ pub struct Args {
 
 pub fn run(a: Args) -> i32 {
     let progress = super::show_progress(a.quiet);
-    let resolved = match crate::image::resolve_or_exit(&a.sources, &a.image, a.quiet) {
+    let resolved = match crate::cli::resolve_or_exit(&a.sources, &a.image, a.quiet) {
         Ok(r) => r,
         Err(code) => return code,
     };

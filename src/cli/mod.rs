@@ -3,9 +3,12 @@
 //! Exit codes are stable: 0 success, 1 an invalid catalog or a failure at run time, 2 a usage
 //! error (unknown flag, missing argument). `validate` documents its own meaning of 1.
 
+pub mod completions;
+pub mod diff;
 pub mod graph;
 pub mod health_probe;
 pub mod ingest;
+pub mod list;
 pub mod render;
 pub mod serve;
 pub mod upgrade;
@@ -68,6 +71,10 @@ pub enum Command {
     Serve(serve::Args),
     Upgrade(upgrade::Args),
     Graph(graph::Args),
+    List(list::Args),
+    Diff(diff::Args),
+    Completions(completions::Args),
+    Man(completions::ManArgs),
     HealthProbe(health_probe::Args),
 }
 
@@ -105,6 +112,10 @@ pub fn dispatch(cli: Cli) -> i32 {
         Command::Serve(a) => serve::run(a),
         Command::Upgrade(a) => upgrade::run(a),
         Command::Graph(a) => graph::run(a),
+        Command::List(a) => list::run(a),
+        Command::Diff(a) => diff::run(a),
+        Command::Completions(a) => completions::run(a),
+        Command::Man(a) => completions::run_man(a),
         Command::HealthProbe(a) => health_probe::run(a),
     }
 }
@@ -217,4 +228,16 @@ pub fn source_digest(sources: &[PathBuf]) -> std::io::Result<String> {
         }
     }
     Ok(format!("sha256:{:x}", h.finalize()))
+}
+
+/// [`crate::image::resolve`] for the CLI: prints the one-line error and returns the exit code on failure.
+pub fn resolve_or_exit(
+    sources: &[PathBuf],
+    args: &crate::image::ImageArgs,
+    quiet: bool,
+) -> Result<crate::image::Resolved, i32> {
+    crate::image::resolve(sources, args, show_progress(quiet)).map_err(|e| {
+        eprintln!("error: {}", crate::image::one_line(&e));
+        EXIT_FAILURE
+    })
 }

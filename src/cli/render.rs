@@ -25,7 +25,7 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> i32 {
-    let resolved = match crate::image::resolve_or_exit(&a.sources, &a.image, false) {
+    let resolved = match crate::cli::resolve_or_exit(&a.sources, &a.image, false) {
         Ok(r) => r,
         Err(code) => return code,
     };

@@ -22,6 +22,9 @@ use std::path::PathBuf;
 /// candidate, and takes non-deprecated first, then the highest version. semver is v1 with
 /// successors `^V, != V` instead of catalog edges.
 ///
+/// A hop to a lower version (an older bundle's skipRange covers the installed one: the graph
+/// loops) is marked DOWNGRADE, and `"downgrade": true` in JSON.
+///
 /// JSON output (--output json) has the stable keys `next` (null or a step), `path` (steps),
 /// `rejected` ({name, version, reason, detail}), plus `installed`, `semantics`, `package` and
 /// `error` (the error OLM v1 would report, or null).
@@ -87,7 +90,7 @@ pub fn run(a: Args) -> i32 {
         semantics,
         openshift_version: a.openshift_version.clone().filter(|v| !v.trim().is_empty()),
     };
-    let resolved = match crate::image::resolve_or_exit(&a.sources, &a.image, true) {
+    let resolved = match crate::cli::resolve_or_exit(&a.sources, &a.image, true) {
         Ok(r) => r,
         Err(code) => return code,
     };
@@ -144,7 +147,7 @@ fn from_sources(
     resolved: &crate::image::Resolved,
     req: &resolve::Request,
 ) -> Result<Resolution, ResolveOrExit> {
-    let cat = super::load_valid_with(&resolved.paths, &resolved, false, true, &mut |b, _| {
+    let cat = super::load_valid_with(&resolved.paths, resolved, false, true, &mut |b, _| {
         resolved.finish_bundle(b)
     })
     .map_err(ResolveOrExit::Exit)?;
@@ -161,6 +164,9 @@ fn hop(s: &Step) -> String {
         "{} -> {} ({}) in channel {} via {}",
         s.from, s.name, s.version, s.channel, s.edge
     );
+    if s.downgrade {
+        line += " DOWNGRADE (an older bundle's skipRange covers the installed version)";
+    }
     if !s.max_openshift_version.is_empty() {
         line += &format!(" [maxOpenShiftVersion {}]", s.max_openshift_version);
     }

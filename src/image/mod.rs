@@ -251,19 +251,8 @@ pub fn resolve(sources: &[PathBuf], args: &ImageArgs, progress: bool) -> Result<
     Ok(out)
 }
 
-/// [`resolve`] for the CLI: prints the one-line error and returns the exit code on failure.
-pub fn resolve_or_exit(
-    sources: &[PathBuf],
-    args: &ImageArgs,
-    quiet: bool,
-) -> Result<Resolved, i32> {
-    resolve(sources, args, crate::cli::show_progress(quiet)).map_err(|e| {
-        eprintln!("error: {}", one_line(&e));
-        crate::cli::EXIT_FAILURE
-    })
-}
-
-fn one_line(e: &anyhow::Error) -> String {
+/// An error as one line: its causes joined, newlines replaced.
+pub fn one_line(e: &anyhow::Error) -> String {
     format!("{e:#}").replace('\n', "; ")
 }
 

@@ -14,10 +14,12 @@
 //! | `mod.rs` | opening and verifying a built database; the connection pool |
 //! | [`build`] | the [`Builder`]: writing a validated catalog atomically, temp-file cleanup |
 //! | [`load`] | reading a whole catalog back into the model |
+//! | `list` | `opreg list`'s narrow queries: package, channel and entry rows |
 //! | [`query`] | the server's read queries and decoding of stored wire forms |
 //! | [`upgrade_query`] | the [`crate::graph::resolve::UpgradeGraph`] over stored edges |
 
 mod build;
+mod list;
 mod load;
 
 pub use build::{write_catalog, Builder};

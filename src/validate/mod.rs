@@ -7,6 +7,7 @@
 //! Graph questions are answered by [`crate::graph`]; nothing here re-derives an edge.
 //! Messages reuse upstream's key words so that searching for them finds both tools.
 
+mod help;
 pub mod properties;
 pub mod upgrade_lint;
 
@@ -179,10 +180,10 @@ fn validate_package(pkg: &Package, out: &mut Vec<Diagnostic>) {
         ));
     }
     if pkg.default_channel.is_empty() {
-        out.push(err(
-            Rule::DefaultChannel,
-            "default channel must be set".into(),
-        ));
+        out.push(
+            err(Rule::DefaultChannel, "default channel must be set".into())
+                .help(help::default_channel(pkg)),
+        );
     } else if !pkg.channels.contains_key(&pkg.default_channel) {
         out.push(err(
             Rule::DefaultChannel,
@@ -190,7 +191,7 @@ fn validate_package(pkg: &Package, out: &mut Vec<Diagnostic>) {
                 "default channel {0:?} not found in channels list (opm adds an empty channel {0:?} for it and reports: invalid channel {0:?}: channel must contain at least one bundle)",
                 pkg.default_channel
             ),
-        ));
+        ).help(help::default_channel(pkg)));
     }
 
     // Duplicate versions over the whole package.
@@ -305,31 +306,40 @@ fn validate_channel(pkg: &Package, ch: &Channel, out: &mut Vec<Diagnostic>) {
             Rule::ChannelHead,
             "no channel head found in graph".into(),
         )),
-        Head::Many(heads) => out.push(err(
-            Rule::ChannelHead,
-            format!(
-                "multiple channel heads found in graph: {}",
-                heads.join(", ")
-            ),
-        )),
+        Head::Many(heads) => out.push(
+            err(
+                Rule::ChannelHead,
+                format!(
+                    "multiple channel heads found in graph: {}",
+                    heads.join(", ")
+                ),
+            )
+            .help(help::heads(pkg, &heads)),
+        ),
         Head::One(head) => {
             let walk = graph::replaces_walk(ch, head);
             if let Some(cyc) = walk.cycle {
-                out.push(err(
-                    Rule::Cycle,
-                    format!(
-                        "detected cycle in replaces chain of upgrade graph: {}",
-                        cyc.join(" -> ")
-                    ),
-                ));
+                out.push(
+                    err(
+                        Rule::Cycle,
+                        format!(
+                            "detected cycle in replaces chain of upgrade graph: {}",
+                            cyc.join(" -> ")
+                        ),
+                    )
+                    .help(help::cycle(pkg, &cyc)),
+                );
             } else if !walk.stranded.is_empty() {
-                out.push(err(
-                    Rule::Stranded,
-                    format!(
-                        "channel contains one or more stranded bundles: {}",
-                        walk.stranded.join(", ")
-                    ),
-                ));
+                out.push(
+                    err(
+                        Rule::Stranded,
+                        format!(
+                            "channel contains one or more stranded bundles: {}",
+                            walk.stranded.join(", ")
+                        ),
+                    )
+                    .help(help::stranded(pkg, ch, head, &walk.stranded)),
+                );
             }
         }
     }

@@ -1,10 +1,61 @@
-//! Warnings for update graphs that classic OLM and OLM v1 resolve differently
-//! (`opreg validate --upgrades`).
+//! Warnings for update graphs that classic OLM and OLM v1 resolve differently, and for
+//! downgrade hops (`opreg validate --upgrades`).
 
 use crate::diag::{Diagnostic, Rule};
-use crate::graph::{channel_head, classic_chain, EntryRule, Head, Versions};
-use crate::model::Catalog;
-use std::collections::BTreeSet;
+use crate::graph::{channel_head, classic_chain, EdgeKind, EntryRule, Head, Versions};
+use crate::model::{Catalog, Channel};
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// A skipRange that covers a newer version in the same channel: both OLMs let a subscriber at
+/// `covers` "upgrade" to the older `bundle` (and, usually, back again: a loop).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Downgrade {
+    pub package: String,
+    pub channel: String,
+    /// The older bundle whose skipRange covers the newer one.
+    pub bundle: String,
+    pub version: String,
+    pub skip_range: String,
+    /// The newer bundle the range covers.
+    pub covers: String,
+    pub covers_version: String,
+}
+
+/// Every downgrade hop of a channel, by [`EntryRule::edges_from`]'s skipRange rule.
+pub fn downgrades(package: &str, versions: &Versions, ch: &Channel) -> Vec<Downgrade> {
+    let mut out = Vec::new();
+    for e in &ch.entries {
+        let rule = EntryRule::new(e);
+        let (Some(_), Some(ev)) = (&rule.range, versions.get(&e.name)) else {
+            continue;
+        };
+        for o in &ch.entries {
+            let Some(ov) = versions.get(&o.name) else {
+                continue;
+            };
+            if ov.cmp_precedence(ev).is_gt()
+                && rule
+                    .edges_from(&o.name, Some(ov))
+                    .contains(&EdgeKind::SkipRange)
+            {
+                out.push(Downgrade {
+                    package: package.to_string(),
+                    channel: ch.name.clone(),
+                    bundle: e.name.clone(),
+                    version: ev.to_string(),
+                    skip_range: e.skip_range.clone(),
+                    covers: o.name.clone(),
+                    covers_version: ov.to_string(),
+                });
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
 
 /// Warnings for graphs classic OLM and OLM v1 resolve differently (`opreg validate --upgrades`).
 pub fn lint(cat: &Catalog) -> Vec<Diagnostic> {
@@ -81,7 +132,40 @@ pub fn lint(cat: &Catalog) -> Vec<Diagnostic> {
                     warn(&e.name, msg);
                 }
             }
-            // 3. skipRange without replaces: older versions drop out of the channel.
+            // 3. A skipRange covering a newer version: a downgrade hop. One warning per
+            // skipRange, naming every newer bundle it covers.
+            let mut by_bundle: BTreeMap<&str, Vec<Downgrade>> = BTreeMap::new();
+            let found = downgrades(&pkg.name, &versions, ch);
+            for d in &found {
+                by_bundle.entry(&d.bundle).or_default().push(d.clone());
+            }
+            for (bundle, ds) in by_bundle {
+                let d = &ds[0];
+                let newer: Vec<String> = ds
+                    .iter()
+                    .map(|d| format!("{} ({})", d.covers, d.covers_version))
+                    .collect();
+                let msg = format!(
+                    "{} ({}) has skipRange {:?}, which covers the newer {} in the same channel: \
+                     a subscriber at {} \"upgrades\" down to {} (and the graph loops); bound \
+                     the range below {}, e.g. \"<{}\"",
+                    d.bundle,
+                    d.version,
+                    d.skip_range,
+                    newer.join(", "),
+                    ds.iter()
+                        .max_by(|a, b| {
+                            let v = |d: &Downgrade| semver::Version::parse(&d.covers_version).ok();
+                            v(a).cmp(&v(b))
+                        })
+                        .map_or("", |l| l.covers.as_str()),
+                    d.bundle,
+                    d.version,
+                    d.version
+                );
+                warn(bundle, msg);
+            }
+            // 4. skipRange without replaces: older versions drop out of the channel.
             for e in &ch.entries {
                 if !e.skip_range.is_empty() && e.replaces.is_empty() {
                     let msg = format!(
@@ -175,5 +259,31 @@ mod tests {
         assert_eq!(l.len(), 2, "{l:?}");
         assert!(l[0].contains("head p.v1.1.0 (1.1.0) is not the highest version"));
         assert!(l[1].contains("p.v1.9.0 has a skipRange"));
+    }
+
+    #[test]
+    fn lint_finds_a_skip_range_covering_a_newer_version() {
+        // fence-agents-remediation's shape: v0.7.0 has an open-ended range, v0.8.0 is the head.
+        let cat = catalog(vec![
+            entry("p.v0.8.0", "p.v0.7.0", &[], ">=0.0.1 <0.8.0"),
+            entry("p.v0.7.0", "p.v0.6.0", &[], ">=0.0.1"),
+            entry("p.v0.6.0", "", &[], ""),
+        ]);
+        let l = lints(&cat);
+        let down: Vec<&String> = l
+            .iter()
+            .filter(|m| m.contains("covers the newer"))
+            .collect();
+        assert_eq!(down.len(), 1, "{l:?}");
+        assert!(down[0].starts_with(
+            "p.v0.7.0 (0.7.0) has skipRange \">=0.0.1\", which covers the newer p.v0.8.0 (0.8.0)"
+        ));
+        // Bounded below its own version, the range is no downgrade.
+        let cat = catalog(vec![
+            entry("p.v0.8.0", "p.v0.7.0", &[], ">=0.0.1 <0.8.0"),
+            entry("p.v0.7.0", "p.v0.6.0", &[], ">=0.0.1 <0.7.0"),
+            entry("p.v0.6.0", "", &[], ""),
+        ]);
+        assert!(!lints(&cat).iter().any(|m| m.contains("covers the newer")));
     }
 }

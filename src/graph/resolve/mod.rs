@@ -149,6 +149,9 @@ pub struct Step {
     pub blocks_openshift_upgrade: bool,
     /// Why it blocks (or why its value is unusable); "" otherwise.
     pub openshift_note: String,
+    /// The bundle's version is lower than the one it upgrades from: an older bundle's
+    /// skipRange covers a newer version (see `validate::upgrade_lint::downgrades`).
+    pub downgrade: bool,
 }
 
 /// A bundle considered and not taken, with a stable reason code and an explanation.
@@ -406,6 +409,10 @@ fn step(b: &BundleFacts, channel: &str, edge: &str, from: &Installed) -> Step {
         max_openshift_version: String::new(),
         blocks_openshift_upgrade: false,
         openshift_note: String::new(),
+        downgrade: b
+            .version
+            .as_ref()
+            .is_some_and(|v| v.cmp_precedence(&from.version).is_lt()),
     }
 }
 

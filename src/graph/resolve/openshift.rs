@@ -67,6 +67,7 @@ mod tests {
             max_openshift_version: String::new(),
             blocks_openshift_upgrade: false,
             openshift_note: String::new(),
+            downgrade: false,
         };
         let values: Vec<String> = values.iter().map(|v| v.to_string()).collect();
         mark_openshift(&mut s, &values, Some(cluster));

@@ -1,0 +1,184 @@
+//! `opreg diff OLD NEW`: what changed between two catalogs, and the CI gate: exit 1 when a
+//! version someone may have installed from OLD has no upgrade path in NEW. The comparison is
+//! [`crate::diff`]; this file reads the two SOURCEs and prints the report.
+
+use crate::diff::{Report, Stranded};
+use crate::graph::resolve::Semantics;
+use clap::ValueEnum;
+use std::fmt::Write;
+use std::path::PathBuf;
+
+/// Compare two catalogs; fail when an upgrade would strand an installed version.
+///
+/// Reports packages, channels and channel entries added and removed, default channels and
+/// channel heads that changed, update edges added and removed (by kind, in upgrade direction:
+/// from the installed bundle to the one that can replace it), and skipRanges in NEW that cover
+/// a newer version of their channel (downgrade hops) and were not in OLD.
+///
+/// Stranding is the gate: every bundle of every channel of OLD is a version a subscriber may
+/// be running. In NEW it must still reach the head of its channel (under --semantics), unless
+/// it is that head. It need not be in NEW: an installed version upgrades through any bundle
+/// that replaces it, skips it, or whose skipRange covers its version. A removed channel or
+/// package strands every version in it. Reasons: no-upgrade, path-ends-before-head,
+/// channel-removed, package-removed, unresolvable.
+///
+/// JSON (--output json): {"semantics", "stranded":[{"package","channel","bundle","version",
+/// "reason","detail"}], "heads":[{"package","channel","old","new"}],
+/// "defaultChannels":[{"package","old","new"}], "packages":{"added","removed"},
+/// "channels":{"added":[{"package","name"}],"removed"}, "bundles":{"added":[{"package",
+/// "channel","name"}],"removed"}, "edges":{"added":[{"package","channel","from","to","kind"}],
+/// "removed"}, "newDowngrades":[{"package","channel","bundle","version","skipRange","covers",
+/// "coversVersion"}]}.
+///
+/// Exit codes: 0 nothing stranded; 1 something stranded, or a SOURCE unreadable or invalid;
+/// 2 usage error.
+#[derive(clap::Args, Debug)]
+#[command(after_help = "Examples:\n  \
+    opreg diff old.db new-catalog/\n  \
+    opreg diff quay.io/org/index:v1 catalog/ -o json --semantics v1")]
+pub struct Args {
+    /// The catalog as it is (what subscribers may have installed): any SOURCE.
+    #[arg(value_name = "OLD")]
+    pub old: PathBuf,
+    /// The catalog as it will be: any SOURCE.
+    #[arg(value_name = "NEW")]
+    pub new: PathBuf,
+    /// Output format.
+    #[arg(short, long, value_enum, default_value_t = Output::Text)]
+    pub output: Output,
+    /// Whose upgrade rules decide stranding: classic OLM or OLM v1.
+    #[arg(long, value_enum, default_value_t = SemanticsArg::Classic)]
+    pub semantics: SemanticsArg,
+    #[command(flatten)]
+    pub image: crate::image::ImageArgs,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Output {
+    Text,
+    Json,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum SemanticsArg {
+    Classic,
+    V1,
+}
+
+pub fn run(a: Args) -> i32 {
+    let (old, new) = match (load(&a.old, &a), load(&a.new, &a)) {
+        (Ok(o), Ok(n)) => (o, n),
+        (Err(c), _) | (_, Err(c)) => return c,
+    };
+    let semantics = match a.semantics {
+        SemanticsArg::Classic => Semantics::Classic,
+        SemanticsArg::V1 => Semantics::V1,
+    };
+    let report = crate::diff::diff(&old, &new, semantics);
+    match a.output {
+        Output::Json => match serde_json::to_string_pretty(&report) {
+            Ok(s) => println!("{s}"),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return super::EXIT_FAILURE;
+            }
+        },
+        Output::Text => print!("{}", text(&report)),
+    }
+    if report.stranded.is_empty() {
+        super::EXIT_OK
+    } else {
+        super::EXIT_FAILURE
+    }
+}
+
+fn load(src: &std::path::Path, a: &Args) -> Result<crate::validate::ValidCatalog, i32> {
+    let resolved =
+        crate::cli::resolve_or_exit(std::slice::from_ref(&src.to_path_buf()), &a.image, true)?;
+    super::load_valid_with(&resolved.paths, &resolved, false, true, &mut |b, _| {
+        resolved.finish_bundle(b)
+    })
+}
+
+/// Items listed per section before "and N more".
+const SHOWN: usize = 20;
+
+fn section<T>(out: &mut String, title: &str, items: &[T], line: impl Fn(&T) -> String) {
+    if items.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "{title} ({}):", items.len());
+    for i in items.iter().take(SHOWN) {
+        let _ = writeln!(out, "  {}", line(i));
+    }
+    if items.len() > SHOWN {
+        let _ = writeln!(
+            out,
+            "  ... and {} more (-o json lists all)",
+            items.len() - SHOWN
+        );
+    }
+}
+
+fn stranded_line(s: &Stranded) -> String {
+    format!(
+        "{}/{} {} ({}): {}",
+        s.package, s.channel, s.bundle, s.version, s.detail
+    )
+}
+
+/// The human summary, stranded versions first.
+pub fn text(r: &Report) -> String {
+    let mut out = String::new();
+    if r.stranded.is_empty() {
+        let _ = writeln!(
+            out,
+            "no installed version is stranded ({} rules)",
+            r.semantics
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "STRANDED: {} installed version(s) have no upgrade path to their channel head ({} rules)",
+            r.stranded.len(),
+            r.semantics
+        );
+        for s in &r.stranded {
+            let _ = writeln!(out, "  {}", stranded_line(s));
+        }
+    }
+    section(&mut out, "new downgrade hops", &r.new_downgrades, |d| {
+        format!(
+            "{}/{} {} ({}) skipRange {:?} covers the newer {} ({})",
+            d.package, d.channel, d.bundle, d.version, d.skip_range, d.covers, d.covers_version
+        )
+    });
+    section(
+        &mut out,
+        "default channels changed",
+        &r.default_channels,
+        |c| format!("{}: {} -> {}", c.package, c.old, c.new),
+    );
+    section(&mut out, "channel heads changed", &r.heads, |c| {
+        format!("{}/{}: {} -> {}", c.package, c.channel, c.old, c.new)
+    });
+    section(&mut out, "packages added", &r.packages.added, |p| p.clone());
+    section(&mut out, "packages removed", &r.packages.removed, |p| {
+        p.clone()
+    });
+    let ch = |c: &crate::diff::ChannelRef| format!("{}/{}", c.package, c.name);
+    section(&mut out, "channels added", &r.channels.added, ch);
+    section(&mut out, "channels removed", &r.channels.removed, ch);
+    let en = |e: &crate::diff::EntryRef| format!("{}/{} {}", e.package, e.channel, e.name);
+    section(&mut out, "channel entries added", &r.bundles.added, en);
+    section(&mut out, "channel entries removed", &r.bundles.removed, en);
+    let ed = |e: &crate::diff::EdgeRef| {
+        format!(
+            "{}/{} {} -> {} ({})",
+            e.package, e.channel, e.from, e.to, e.kind
+        )
+    };
+    section(&mut out, "update edges added", &r.edges.added, ed);
+    section(&mut out, "update edges removed", &r.edges.removed, ed);
+    out
+}
