@@ -6,6 +6,7 @@
 pub mod graph;
 pub mod health_probe;
 pub mod ingest;
+pub mod reload;
 pub mod render;
 pub mod serve;
 pub mod upgrade;
