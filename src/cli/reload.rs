@@ -68,7 +68,7 @@ impl Reloader {
     }
 
     /// Runs reloads until the process stops: on SIGHUP, and on changes under `watch`.
-    pub async fn run(self, watch: Option<PathBuf>) {
+    pub async fn run(&self, watch: Option<PathBuf>) {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<&'static str>();
         let _watcher = watch.as_deref().and_then(|p| start_watch(p, tx.clone()));
         #[cfg(unix)]

@@ -265,9 +265,7 @@ async fn run_async(mut a: Args) -> Result<()> {
     let reloads = async move {
         // Reloads start once the first version is served.
         if ready_rx.await.is_ok() {
-            if let Ok(r) = Arc::try_unwrap(reloader) {
-                r.run(watch).await;
-            }
+            reloader.run(watch).await;
         }
         std::future::pending::<()>().await
     };

@@ -167,6 +167,7 @@ fn serve_metas(
     } else {
         content.index.get(&schema, &package, &name)
     };
+    let total: u64 = sections.iter().map(|s| s.len).sum();
     let body = if method == Method::HEAD {
         Body::empty()
     } else {
@@ -182,6 +183,10 @@ fn serve_metas(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/jsonl"),
     );
+    // The exact length, so gzip applies above the threshold only (as gzhttp decides).
+    if method != Method::HEAD {
+        h.insert(header::CONTENT_LENGTH, HeaderValue::from(total));
+    }
     r
 }
 
