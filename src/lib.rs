@@ -40,6 +40,8 @@
 //!   catalog readers, or the store for opreg's own databases).
 //! * [`server`]: the gRPC surface: `api.Registry`, `api.ExperimentalRegistry`,
 //!   `opreg.v1.Upgrades`, health and reflection, with graceful shutdown.
+//! * [`http`]: catalogd's HTTP API (OLM v1), `/healthz`, `/readyz`, `/metrics`, from the same
+//!   served version as [`server`]; [`metrics`]: the Prometheus metrics and per-call logs of both.
 //! * [`cli`]: one file per subcommand; exit codes; logging; allocator settings.
 //! * [`demo`]: the embedded demo catalog served when no SOURCE is given.
 //!
@@ -70,10 +72,12 @@ pub mod demo;
 pub mod diag;
 pub mod diff;
 pub mod graph;
+pub mod http;
 pub mod image;
 pub mod imageref;
 pub mod inventory;
 pub mod json;
+pub mod metrics;
 pub mod model;
 pub mod release;
 pub mod server;

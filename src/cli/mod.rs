@@ -9,6 +9,7 @@ pub mod graph;
 pub mod health_probe;
 pub mod ingest;
 pub mod list;
+pub mod reload;
 pub mod render;
 pub mod serve;
 pub mod upgrade;

@@ -10,11 +10,13 @@
 //! `serve /configs --fallback-demo ...`, so the bare image serves the demo and a catalog image
 //! built on it serves its `/configs`.
 
+use crate::http::content::Content;
 use crate::source::SourceKind;
 use crate::store::Store;
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
 
 const CACHE_DB: &str = "opreg-catalog.db";
 
@@ -66,8 +68,34 @@ pub struct Args {
     #[arg(long, env = "OPREG_THREADS", value_name = "N",
           value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub threads: Option<u16>,
+    /// Also serve catalogd's HTTP API (OLM v1 clients: /catalogs/NAME/api/v1/all and
+    /// /api/v1/metas), /healthz, /readyz and Prometheus /metrics on this port.
+    #[arg(long, value_name = "PORT")]
+    pub http_port: Option<u16>,
+    /// The catalog's name in the HTTP API's paths (a DNS-1123 label).
+    #[arg(long, default_value = "catalog", value_name = "NAME", value_parser = parse_catalog_name)]
+    pub catalog_name: String,
+    /// Reload when SOURCE (a directory or file) changes; changes are debounced and land
+    /// within seconds. SIGHUP reloads at any time, with or without --watch.
+    #[arg(long)]
+    pub watch: bool,
+    /// Do not log one line per gRPC call and HTTP request.
+    #[arg(long)]
+    pub no_call_log: bool,
     #[command(flatten)]
     pub image: crate::image::ImageArgs,
+}
+
+fn parse_catalog_name(s: &str) -> Result<String, String> {
+    let errs = crate::validate::dns1123_label_errors(s);
+    if errs.is_empty() {
+        Ok(s.to_string())
+    } else {
+        Err(format!(
+            "{s:?} is not a DNS-1123 label: {}",
+            errs.join("; ")
+        ))
+    }
 }
 
 pub fn run(a: Args) -> i32 {
@@ -137,32 +165,114 @@ async fn run_async(mut a: Args) -> Result<()> {
         let src = a.source.clone();
         let image = a.image.clone();
         tokio::task::spawn_blocking(move || {
-            prepare(src.as_deref(), dir.as_deref(), enforce, &image)
+            prepare(src.as_deref(), dir.as_deref(), enforce, &image, None)
         })
         .await??;
         tracing::info!("cache is ready");
         return Ok(());
     }
     let listener = crate::server::bind(a.port).await?;
+    let http_listener = match a.http_port {
+        Some(p) => Some(crate::server::bind(p).await?),
+        None => None,
+    };
+    let metrics = Arc::new(crate::metrics::Metrics::new(!a.no_call_log));
+    let state = Arc::new(crate::server::State::default());
+    let http_state = http_listener.as_ref().map(|_| {
+        Arc::new(crate::http::HttpState::new(
+            &a.catalog_name,
+            metrics.clone(),
+        ))
+    });
+    let addrs = (
+        listener.local_addr()?,
+        http_listener.as_ref().map(|l| l.local_addr()).transpose()?,
+    );
+    // The server's working directory: the database when there is no --cache-dir, every
+    // reload's database, the JSONL files. Removed when serve returns.
+    let work = Arc::new(
+        tempfile::Builder::new()
+            .prefix("opreg-serve-")
+            .tempdir()
+            .context("cannot create a temporary directory")?,
+    );
+    let (src, dir, image) = (a.source.clone(), a.cache_dir.clone(), a.image.clone());
+    let with_http = http_state.is_some();
+    let source_label = src
+        .as_ref()
+        .map(|s| s.display().to_string())
+        .unwrap_or_else(|| "demo".to_string());
+    let work_b = work.clone();
+    let build: Arc<super::reload::BuildFn> = Arc::new(move |generation, prev| {
+        let jsonl = work_b.path().join(format!("catalog-{generation}.jsonl"));
+        let render = with_http.then_some((jsonl.as_path(), prev));
+        let (store, content) = if generation == 0 {
+            // The start-up build honours --cache-dir; the database lives in `work` otherwise.
+            let d = dir.clone().unwrap_or_else(|| work_b.path().join("v0"));
+            let (store, _, content) = prepare(src.as_deref(), Some(&d), enforce, &image, render)?;
+            (store, content)
+        } else {
+            // A reload builds beside the served version, never over it (and never uses the
+            // cache): the directory goes when the last call reading this version ends.
+            let d = tempfile::Builder::new()
+                .prefix(&format!("v{generation}-"))
+                .tempdir_in(work_b.path())?;
+            let (store, _, content) =
+                prepare(src.as_deref(), Some(d.path()), false, &image, render)?;
+            (store.keep_alive(d), content)
+        };
+        let built = content
+            .as_ref()
+            .map(|c| c.modified)
+            .unwrap_or_else(SystemTime::now);
+        let facts = super::reload::facts(&store, &source_label, built)?;
+        Ok(super::reload::Version {
+            store,
+            content,
+            facts,
+        })
+    });
+    let reloader = super::reload::Reloader {
+        state: state.clone(),
+        http: http_state.clone(),
+        metrics: metrics.clone(),
+        build,
+    };
     let opts = crate::server::Options {
         port: a.port,
         grace: a.grace_period,
+        state: Some(state.clone()),
+        metrics: Some(metrics),
+        http: http_listener.zip(http_state),
     };
-    let (src, dir, image) = (a.source.clone(), a.cache_dir.clone(), a.image.clone());
-    // The temporary directory holding the database (no --cache-dir) lives as long as the
-    // server: it is removed when serve returns, after a clean shutdown or a failure.
-    let temp_dir = std::sync::Arc::new(std::sync::Mutex::new(None));
-    let keep = temp_dir.clone();
-    let served = crate::server::serve(listener, opts, move || {
-        let (store, tmp) = prepare(src.as_deref(), dir.as_deref(), enforce, &image)?;
-        if let Ok(mut k) = keep.lock() {
-            *k = tmp;
+    let watch = if a.watch {
+        match &a.source {
+            Some(s) if crate::image::is_local(s) => Some(s.clone()),
+            _ => bail!("--watch needs a SOURCE directory or file"),
         }
+    } else {
+        None
+    };
+    let (ready_tx, ready_rx) = tokio::sync::oneshot::channel::<()>();
+    let reloader = Arc::new(reloader);
+    let r = reloader.clone();
+    let served = crate::server::serve(listener, opts, move || {
+        let store = r.initial()?;
+        tracing::info!(grpc = %addrs.0, http = ?addrs.1.map(|a| a.to_string()), "listen addresses");
+        let _ = ready_tx.send(());
         Ok(store)
-    })
-    .await;
-    drop(temp_dir);
-    served
+    });
+    let reloads = async move {
+        // Reloads start once the first version is served.
+        if ready_rx.await.is_ok() {
+            reloader.run(watch).await;
+        }
+        std::future::pending::<()>().await
+    };
+    tokio::select! {
+        res = served => { drop(work); res }
+        _ = reloads => unreachable!("the reload loop never ends"),
+    }
 }
 
 /// A number of seconds, at least 0 and at most a year (so `inf`, `nan` and `-1` are usage
@@ -204,7 +314,17 @@ fn prepare(
     cache_dir: Option<&Path>,
     enforce: bool,
     image: &crate::image::ImageArgs,
-) -> Result<(Store, Option<TempDirGuard>)> {
+    render: Option<(&Path, Option<SystemTime>)>,
+) -> Result<(Store, Option<TempDirGuard>, Option<Content>)> {
+    // With --http-port, the JSONL catalogd serves is written once per built version, from the
+    // catalog just validated, or read back from a database that is reused.
+    let from_store = |store: Store, guard| -> Result<_> {
+        let content = match render {
+            Some((path, prev)) => Some(Content::write(&store.load_catalog()?, path, prev)?),
+            None => None,
+        };
+        Ok((store, guard, content))
+    };
     // An image SOURCE is pulled here, while health still says NOT_SERVING.
     let resolved = match source {
         Some(s) => crate::image::resolve(&[s.to_path_buf()], image, false)?,
@@ -218,7 +338,7 @@ fn prepare(
             let store = Store::open_unverified(src)?;
             // A database inside an image is served from the unpacked copy, kept until exit.
             std::mem::forget(resolved);
-            return Ok((store, None));
+            return from_store(store, None);
         }
     }
     let (dir, guard) = match cache_dir {
@@ -248,7 +368,7 @@ fn prepare(
         match Store::open_unverified(&db).and_then(|s| Ok((s.info("source_digest")?, s))) {
             Ok((Some(d), s)) if d == digest => {
                 tracing::info!(cache = %db.display(), "cache matches the source; reusing it");
-                return Ok((s, guard));
+                return from_store(s, guard);
             }
             Ok((d, _)) if enforce => bail!(
                 "integrity check failed: cache reports digest {:?}, but computed digest is {digest:?}",
@@ -277,7 +397,11 @@ fn prepare(
         for w in warnings {
             tracing::warn!("{w}");
         }
-        valid.map_err(|_| anyhow::anyhow!("{}", crate::diag::Diagnostics(errors)))?
+        valid.map_err(|_| {
+            anyhow::Error::new(super::reload::Invalid(
+                crate::diag::Diagnostics(errors).to_string(),
+            ))
+        })?
     };
     let builder = crate::store::Builder::create(&db)?;
     if let Some(images) = resolved.catalog_info() {
@@ -285,7 +409,12 @@ fn prepare(
     }
     builder.finish(&cat, &digest, &mut |_, _| {})?;
     make_world_readable(&db);
-    Ok((Store::open_unverified(&db)?, guard))
+    let content = match render {
+        Some((path, prev)) => Some(Content::write(&cat, path, prev)?),
+        None => None,
+    };
+    drop(cat);
+    Ok((Store::open_unverified(&db)?, guard, content))
 }
 
 /// A cache built at image build time (by USER 1001, or root) is read at run time by another,
@@ -324,6 +453,7 @@ pub fn run_opm_compat(args: &[std::ffi::OsString]) -> i32 {
         cmd: OpmCmd,
     }
     #[derive(clap::Subcommand, Debug)]
+    #[allow(clippy::large_enum_variant)] // parsed once at start-up
     enum OpmCmd {
         /// Serve a file-based catalog (opreg implementation).
         Serve {
@@ -391,7 +521,8 @@ mod tests {
     fn cache_is_readable_by_other_users() {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
-        let (_store, _) = prepare(None, Some(dir.path()), false, &Default::default()).unwrap();
+        let (_store, _, _) =
+            prepare(None, Some(dir.path()), false, &Default::default(), None).unwrap();
         let mode = std::fs::metadata(dir.path().join(CACHE_DB))
             .unwrap()
             .permissions()

@@ -17,15 +17,19 @@ use crate::store::Store;
 use anyhow::{Context, Result};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tonic::Status;
 
-/// What the services share: the store, once loaded.
+/// What the services share: the served version of the store, once loaded. A reload swaps in
+/// a new one ([`State::set`]); a call takes the store once when it starts and keeps it, so
+/// calls and streams in flight finish on the version they started with.
 #[derive(Default)]
 pub struct State {
-    store: OnceLock<Store>,
+    store: arc_swap::ArcSwapOption<Store>,
+    /// Bumped by every swap after the first load: connections then get a GOAWAY.
+    generation: tokio::sync::watch::Sender<u64>,
     /// Set when the integrity check failed: health turns NOT_SERVING while the server exits.
     failed: AtomicBool,
 }
@@ -36,18 +40,22 @@ impl State {
             return Err(Status::unavailable("the catalog database is damaged"));
         }
         self.store
-            .get()
-            .cloned()
+            .load_full()
+            .map(|s| Store::clone(&s))
             .ok_or_else(|| Status::unavailable("the catalog is still loading"))
     }
     pub fn is_loaded(&self) -> bool {
-        self.store.get().is_some() && !self.failed.load(Ordering::Relaxed)
+        self.store.load().is_some() && !self.failed.load(Ordering::Relaxed)
     }
     fn fail(&self) {
         self.failed.store(true, Ordering::Relaxed);
     }
+    /// Serves `store` from now on (the first load, or a reload's swap).
     pub fn set(&self, store: Store) {
-        let _ = self.store.set(store);
+        let swapped = self.store.swap(Some(Arc::new(store))).is_some();
+        if swapped {
+            self.generation.send_modify(|g| *g += 1);
+        }
     }
 }
 
@@ -63,6 +71,12 @@ pub struct Options {
     pub port: u16,
     /// How long in-flight calls may run after a stop signal.
     pub grace: Duration,
+    /// The shared state (a reloader keeps a handle to swap versions); a new one when `None`.
+    pub state: Option<Arc<State>>,
+    /// Metrics and per-call logs of every gRPC call.
+    pub metrics: Option<Arc<crate::metrics::Metrics>>,
+    /// The HTTP port (catalogd API, health, metrics), stopped together with the gRPC port.
+    pub http: Option<(TcpListener, Arc<crate::http::HttpState>)>,
 }
 
 /// Binds `[::]:port` (all interfaces, IPv4 and IPv6), falling back to `0.0.0.0` where the
@@ -82,7 +96,7 @@ pub async fn serve(
     opts: Options,
     load: impl FnOnce() -> Result<Store> + Send + 'static,
 ) -> Result<()> {
-    let state = Arc::new(State::default());
+    let state = opts.state.clone().unwrap_or_default();
     let registry = registry::RegistryService {
         state: state.clone(),
     };
@@ -154,8 +168,18 @@ pub async fn serve(
     });
 
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let (http_stop_tx, http_stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let http = opts.http.map(|(listener, st)| {
+        tokio::spawn(crate::http::serve(listener, st, async {
+            let _ = http_stop_rx.await;
+        }))
+    });
     let server = tonic::transport::Server::builder()
         .max_concurrent_streams(Some(10_000))
+        .layer(crate::metrics::layer::MetricsLayer::grpc(
+            opts.metrics
+                .unwrap_or_else(|| Arc::new(crate::metrics::Metrics::new(false))),
+        ))
         .add_service(
             api::registry_server::RegistryServer::new(registry.clone())
                 .max_encoding_message_size(usize::MAX),
@@ -197,9 +221,15 @@ pub async fn serve(
         }
     }
     let _ = stop_tx.send(());
+    let _ = http_stop_tx.send(());
     match tokio::time::timeout(opts.grace, &mut server).await {
         Ok(res) => res.context("server failed during shutdown")?,
         Err(_) => tracing::warn!("grace period over; closing remaining calls"),
+    }
+    if let Some(h) = http {
+        if let Ok(Ok(Err(e))) = tokio::time::timeout(opts.grace, h).await {
+            tracing::warn!("{e:#}");
+        }
     }
     tracing::info!("stopped");
     Ok(())

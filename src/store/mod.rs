@@ -78,6 +78,9 @@ struct Inner {
     idle: Mutex<Vec<Connection>>,
     /// Packages and channels, read once on first use ([`query::PackageIndex`]).
     packages: std::sync::OnceLock<query::PackageIndex>,
+    /// Dropped with the last handle: a reload's private directory, removed only when no call
+    /// reads this version any more.
+    _keep: Option<Box<dyn std::any::Any + Send + Sync>>,
 }
 
 /// A pooled connection, returned to the idle list on drop.
@@ -166,8 +169,19 @@ impl Store {
                 path: path.to_path_buf(),
                 idle: Mutex::new(vec![conn]),
                 packages: std::sync::OnceLock::new(),
+                _keep: None,
             }),
         })
+    }
+
+    /// Keeps `guard` (e.g. the temporary directory holding the file) alive as long as any
+    /// clone of this store. Call it on a freshly opened store (no clones yet); otherwise the
+    /// guard is dropped at once.
+    pub fn keep_alive(mut self, guard: impl std::any::Any + Send + Sync) -> Store {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner._keep = Some(Box::new(guard));
+        }
+        self
     }
 
     pub fn path(&self) -> &Path {

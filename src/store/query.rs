@@ -414,3 +414,15 @@ fn synthesized_csv(conn: &Connection, id: i64, name: &str, version: &str) -> Res
         metadata: &metadata,
     }))
 }
+
+impl Store {
+    /// (packages, channels, bundles): the served catalog's size, for metrics and logs.
+    pub fn counts(&self) -> Result<(u64, u64, u64)> {
+        let c = self.conn()?;
+        Ok(c.query_row(
+            "SELECT (SELECT count(*) FROM package), (SELECT count(*) FROM channel), (SELECT count(*) FROM bundle)",
+            [],
+            |r| Ok((r.get::<_, i64>(0)? as u64, r.get::<_, i64>(1)? as u64, r.get::<_, i64>(2)? as u64)),
+        )?)
+    }
+}

@@ -187,6 +187,9 @@ impl InProcess {
                 let opts = opreg::server::Options {
                     port: 0,
                     grace: Duration::from_secs(1),
+                    state: None,
+                    metrics: None,
+                    http: None,
                 };
                 let _ = opreg::server::serve(listener, opts, move || {
                     opreg::store::Store::open_unverified(&db)

@@ -1,0 +1,198 @@
+//! One served version of the catalog as catalogd stores it: the rendered JSON Lines file
+//! (exactly what `opreg render SOURCE -o json` writes), written once when the version is built,
+//! and an index of each object's byte range by `schema`, `package` and `name` for `/metas`.
+//!
+//! The file is served from disk, so no request holds the catalog in memory; its modification
+//! time is the build time (`Last-Modified`). A version owns its file and removes it when the
+//! last request reading it ends (an open file stays readable after removal).
+
+use crate::catalog::fbc::{render, RenderFormat};
+use crate::model::Catalog;
+use anyhow::{Context, Result};
+use std::collections::HashMap;
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+/// The byte range of one object (its line, newline included) in the JSONL file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Section {
+    pub offset: u64,
+    pub len: u64,
+}
+
+/// Sections by each field, in file order (catalogd's index: fields indexed separately,
+/// intersected at lookup).
+#[derive(Default, Debug)]
+pub struct MetaIndex {
+    by_schema: HashMap<String, Vec<Section>>,
+    by_package: HashMap<String, Vec<Section>>,
+    by_name: HashMap<String, Vec<Section>>,
+}
+
+impl MetaIndex {
+    /// The sections matching every non-empty filter, in file order. With no schema, every
+    /// object that has a schema is a candidate (as catalogd's index).
+    pub fn get(&self, schema: &str, package: &str, name: &str) -> Vec<Section> {
+        let mut set: Vec<Section> = if schema.is_empty() {
+            self.by_schema.values().flatten().copied().collect()
+        } else {
+            self.by_schema.get(schema).cloned().unwrap_or_default()
+        };
+        let keep = |set: &mut Vec<Section>, map: &HashMap<String, Vec<Section>>, key: &str| {
+            if key.is_empty() {
+                return;
+            }
+            let other: std::collections::HashSet<Section> =
+                map.get(key).into_iter().flatten().copied().collect();
+            set.retain(|s| other.contains(s));
+        };
+        keep(&mut set, &self.by_package, package);
+        keep(&mut set, &self.by_name, name);
+        set.sort();
+        set
+    }
+
+    fn add(&mut self, line: &[u8], s: Section) {
+        #[derive(serde::Deserialize)]
+        struct Keys {
+            #[serde(default)]
+            schema: String,
+            #[serde(default)]
+            package: String,
+            #[serde(default)]
+            name: String,
+        }
+        // Fields of another JSON type than string count as absent, as in catalogd's Meta.
+        let k: Keys = serde_json::from_slice(line).unwrap_or(Keys {
+            schema: String::new(),
+            package: String::new(),
+            name: String::new(),
+        });
+        for (map, key) in [
+            (&mut self.by_schema, k.schema),
+            (&mut self.by_package, k.package),
+            (&mut self.by_name, k.name),
+        ] {
+            if !key.is_empty() {
+                map.entry(key).or_default().push(s);
+            }
+        }
+    }
+}
+
+/// A version of the catalog as served over HTTP.
+#[derive(Debug)]
+pub struct Content {
+    pub path: PathBuf,
+    pub index: MetaIndex,
+    /// Build time, truncated to whole seconds (what `Last-Modified` can say).
+    pub modified: SystemTime,
+    pub size: u64,
+}
+
+impl Content {
+    /// Renders `catalog` to `path` (temp file, synced, renamed) and indexes it. `not_before`
+    /// keeps `Last-Modified` moving forward across versions built within one second.
+    pub fn write(
+        catalog: &Catalog,
+        path: &Path,
+        not_before: Option<SystemTime>,
+    ) -> Result<Content> {
+        let dir = path.parent().unwrap_or(Path::new("."));
+        let mut tmp = tempfile::Builder::new()
+            .prefix(".opreg-jsonl-")
+            .tempfile_in(dir)
+            .with_context(|| format!("cannot create a file in {}", dir.display()))?;
+        {
+            let mut out = std::io::BufWriter::with_capacity(1 << 16, tmp.as_file_mut());
+            render(catalog, RenderFormat::Json, &mut out)
+                .and_then(|_| out.flush())
+                .with_context(|| format!("cannot write {}", path.display()))?;
+        }
+        let now = truncate(SystemTime::now());
+        let modified = match not_before {
+            Some(prev) if prev >= now => prev + Duration::from_secs(1),
+            _ => now,
+        };
+        tmp.as_file().set_modified(modified)?;
+        tmp.as_file().sync_all()?;
+        tmp.persist(path)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        Self::open(path)
+    }
+
+    /// Indexes an existing JSONL file (one object per line).
+    pub fn open(path: &Path) -> Result<Content> {
+        let f =
+            std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+        let meta = f.metadata()?;
+        let mut r = std::io::BufReader::with_capacity(1 << 16, f);
+        let mut index = MetaIndex::default();
+        let (mut offset, mut line) = (0u64, Vec::new());
+        loop {
+            line.clear();
+            let n = r.read_until(b'\n', &mut line)?;
+            if n == 0 {
+                break;
+            }
+            index.add(
+                &line,
+                Section {
+                    offset,
+                    len: n as u64,
+                },
+            );
+            offset += n as u64;
+        }
+        Ok(Content {
+            path: path.to_path_buf(),
+            index,
+            modified: truncate(meta.modified()?),
+            size: offset,
+        })
+    }
+}
+
+impl Drop for Content {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+fn truncate(t: SystemTime) -> SystemTime {
+    let secs = t
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    SystemTime::UNIX_EPOCH + Duration::from_secs(secs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn index_intersects_fields_in_file_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("c.jsonl");
+        std::fs::write(
+            &p,
+            concat!(
+                "{\"schema\":\"olm.package\",\"name\":\"a\"}\n",
+                "{\"schema\":\"olm.channel\",\"name\":\"s\",\"package\":\"a\"}\n",
+                "{\"schema\":\"olm.bundle\",\"name\":\"a.v1\",\"package\":\"a\"}\n",
+            ),
+        )
+        .unwrap();
+        let c = Content::open(&p).unwrap();
+        let all = c.index.get("", "", "");
+        assert_eq!(all.len(), 3);
+        assert!(all.windows(2).all(|w| w[0].offset < w[1].offset));
+        // package=a does not find a's own olm.package (it has no package field).
+        assert_eq!(c.index.get("", "a", "").len(), 2);
+        assert_eq!(c.index.get("olm.package", "", "a").len(), 1);
+        assert!(c.index.get("olm.package", "", "b").is_empty());
+        assert_eq!(c.size, std::fs::metadata(&p).unwrap().len());
+    }
+}
