@@ -76,12 +76,15 @@ pub fn run(a: Args) -> i32 {
         a.format,
         a.from.as_deref(),
     ) {
-        Ok(text) => {
-            print!("{text}");
-            super::EXIT_OK
-        }
+        Ok(text) => match super::output::out(&text) {
+            Ok(()) => super::EXIT_OK,
+            Err(e) => {
+                super::output::error(format_args!("writing output: {e}"));
+                super::EXIT_FAILURE
+            }
+        },
         Err(e) => {
-            eprintln!("error: {e}");
+            super::output::error(e);
             super::EXIT_FAILURE
         }
     }
@@ -195,14 +198,16 @@ fn resolve_paths(
         }),
         (c, v) => {
             if let Err(e) = &c {
-                eprintln!("warning: no classic path from {from:?}: {e}");
+                super::output::warning(format_args!("no classic path from {from:?}: {e}"));
             }
             if let Err(e) = &v {
-                eprintln!("warning: no OLM v1 path from {from:?}: {e}");
+                super::output::warning(format_args!("no OLM v1 path from {from:?}: {e}"));
             }
             for (name, r) in [("classic", &c), ("OLM v1", &v)] {
                 if let Ok(Resolution { error: Some(e), .. }) = r {
-                    eprintln!("note: {name} path ends with an error: {e}");
+                    super::output::status(format_args!(
+                        "note: {name} path ends with an error: {e}"
+                    ));
                 }
             }
             Ok((c.ok(), v.ok()))

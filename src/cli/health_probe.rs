@@ -4,6 +4,7 @@
 //! Exit codes: 0 SERVING, 1 bad arguments, 2 connection failure, 3 RPC failure or timeout,
 //! 4 the status was not SERVING.
 
+use std::io::Write;
 use std::time::Duration;
 use tonic_health::pb::{
     health_check_response::ServingStatus, health_client::HealthClient, HealthCheckRequest,
@@ -162,11 +163,12 @@ pub fn run_go_style(args: &[std::ffi::OsString]) -> i32 {
     for arg in args.iter().map(|s| s.to_string_lossy()) {
         match arg.trim_start_matches('-') {
             "h" | "help" if arg.starts_with('-') => {
-                eprint!("{GO_USAGE}");
+                let _ = write!(std::io::stderr(), "{GO_USAGE}");
                 return EXIT_ARGS;
             }
             "version" | "version=true" if arg.starts_with('-') => {
-                println!(
+                let _ = writeln!(
+                    std::io::stdout(),
                     "opreg {} (grpc_health_probe compatible)",
                     env!("CARGO_PKG_VERSION")
                 );
@@ -178,7 +180,7 @@ pub fn run_go_style(args: &[std::ffi::OsString]) -> i32 {
     match parse_go_flags(args) {
         Ok(a) => run(a),
         Err(e) => {
-            eprintln!("error: {e}");
+            let _ = writeln!(std::io::stderr(), "error: {e}");
             EXIT_ARGS
         }
     }
@@ -191,14 +193,15 @@ pub fn run(a: Args) -> i32 {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("error: {e}");
+            let _ = writeln!(std::io::stderr(), "error: {e}");
             return EXIT_RPC;
         }
     };
     let started = std::time::Instant::now();
     let (code, msg) = rt.block_on(check(&a));
     if a.verbose {
-        eprintln!(
+        let _ = writeln!(
+            std::io::stderr(),
             "addr={} service={:?} time elapsed: {:?}",
             a.addr,
             a.service,
@@ -206,9 +209,9 @@ pub fn run(a: Args) -> i32 {
         );
     }
     if code == EXIT_SERVING {
-        println!("{msg}");
+        let _ = writeln!(std::io::stdout(), "{msg}");
     } else {
-        eprintln!("{msg}");
+        let _ = writeln!(std::io::stderr(), "{msg}");
     }
     code
 }

@@ -27,6 +27,10 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> i32 {
+    if let Err(e) = store::check_output(&a.output) {
+        super::output::error(e);
+        return super::EXIT_FAILURE;
+    }
     let progress = super::show_progress(a.quiet);
     let resolved = match crate::image::resolve_or_exit(&a.sources, &a.image, a.quiet) {
         Ok(r) => r,
@@ -35,13 +39,13 @@ pub fn run(a: Args) -> i32 {
     match ingest_resolved(&resolved, &a.output, progress, a.quiet) {
         Ok(cat) => {
             if !a.quiet {
-                eprintln!(
+                super::output::status(format_args!(
                     "wrote {}: {} packages, {} bundles, {} channel entries",
                     a.output.display(),
                     cat.packages.len(),
                     cat.bundle_count(),
                     cat.entry_count()
-                );
+                ));
             }
             super::EXIT_OK
         }
@@ -83,7 +87,7 @@ pub fn ingest_resolved(
 ) -> Result<crate::validate::ValidCatalog, i32> {
     let sources = &resolved.paths[..];
     let fail = |e: anyhow::Error| {
-        eprintln!("error: {e:#}");
+        super::output::error(format_args!("{e:#}"));
         super::EXIT_FAILURE
     };
     super::return_freed_memory_at_once();

@@ -6,6 +6,7 @@
 pub mod graph;
 pub mod health_probe;
 pub mod ingest;
+pub mod output;
 pub mod render;
 pub mod serve;
 pub mod upgrade;
@@ -119,10 +120,14 @@ pub fn init_logging(format: LogFormat, debug: bool) {
         })
     });
     // Colours only on a terminal: a pod's log or a CI log gets plain text.
+    output::set_json(format == LogFormat::Json);
+    // A closed stderr must not turn into a panic (tracing reports its own write errors with
+    // eprintln!, which panics).
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(std::io::stderr().is_terminal())
-        .with_writer(std::io::stderr);
+        .with_writer(std::io::stderr)
+        .log_internal_errors(false);
     let _ = match format {
         LogFormat::Text => builder.try_init(),
         LogFormat::Json => builder.json().try_init(),
@@ -163,17 +168,16 @@ pub fn load_valid_with(
         pb.finish_and_clear();
     }
     if !quiet {
-        for w in &warnings {
-            eprintln!("{w}");
-        }
+        warnings.iter().for_each(output::diagnostic);
     }
     match result {
         Ok(cat) => Ok(cat),
         Err(_) => {
-            for e in &errors {
-                eprintln!("{e}");
-            }
-            eprintln!("{} error(s): the catalog is invalid", errors.len());
+            errors.iter().for_each(output::diagnostic);
+            output::status(format_args!(
+                "{} error(s): the catalog is invalid",
+                errors.len()
+            ));
             Err(EXIT_FAILURE)
         }
     }

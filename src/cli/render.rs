@@ -68,7 +68,7 @@ pub fn run(a: Args) -> i32 {
             if e.kind() == std::io::ErrorKind::BrokenPipe {
                 return super::EXIT_OK;
             }
-            eprintln!("error: writing output: {e}");
+            super::output::error(format_args!("writing output: {e}"));
             return super::EXIT_FAILURE;
         }
         i = j;

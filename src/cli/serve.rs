@@ -117,7 +117,7 @@ fn disable_transparent_huge_pages() {
 /// Prints a one-line reason, writes it to the termination log (a warning if that fails), exits 1.
 fn fatal(termination_log: &Path, e: &anyhow::Error) -> i32 {
     let line = format!("{e:#}").replace('\n', "; ");
-    eprintln!("error: {line}");
+    super::output::error(&line);
     if let Err(w) = std::fs::write(termination_log, format!("{line}\n")) {
         tracing::debug!(path = %termination_log.display(), error = %w, "could not write the termination log");
     }
@@ -287,7 +287,7 @@ fn prepare(
 }
 
 /// A cache built at image build time (by USER 1001, or root) is read at run time by another,
-/// possibly arbitrary, UID: the new database is created 0600, so open it up to 0644 (opm
+/// possibly arbitrary, UID: whatever the umask of the build, open the cache up to 0644 (opm
 /// writes its cache with umask 000 for the same reason).
 fn make_world_readable(db: &Path) {
     #[cfg(unix)]
@@ -352,7 +352,7 @@ pub fn run_opm_compat(args: &[std::ffi::OsString]) -> i32 {
                 .first()
                 .map(|s| s.to_string_lossy().to_string())
                 .unwrap_or_default();
-            eprintln!("error: `opm {name}` is not available: this image runs opreg, which implements only `opm serve`");
+            super::output::error(format_args!("`opm {name}` is not available: this image runs opreg, which implements only `opm serve`"));
             super::EXIT_USAGE
         }
         Err(e) => {

@@ -95,7 +95,7 @@ pub fn run(a: Args) -> i32 {
         match crate::demo::catalog() {
             Ok(cat) => resolve::resolve(&*cat, &req).map_err(Into::into),
             Err(d) => {
-                eprintln!("{d}");
+                d.0.iter().for_each(super::output::diagnostic);
                 return super::EXIT_FAILURE;
             }
         }
@@ -118,15 +118,18 @@ pub fn run(a: Args) -> i32 {
         Err(ResolveOrExit::Exit(code)) => return code,
         Err(ResolveOrExit::Error(e)) => return fail(&e),
     };
-    if a.output == "json" {
+    let printed = if a.output == "json" {
         match serde_json::to_string_pretty(&res) {
-            Ok(s) => println!("{s}"),
+            Ok(s) => super::output::out(&(s + "\n")),
             Err(e) => return fail(&e),
         }
     } else {
-        print!("{}", text(&res));
+        super::output::out(&text(&res))
+    };
+    match printed {
+        Ok(()) => super::EXIT_OK,
+        Err(e) => fail(&format_args!("writing output: {e}")),
     }
-    super::EXIT_OK
 }
 
 enum ResolveOrExit {
@@ -152,7 +155,7 @@ fn from_sources(
 }
 
 fn fail(e: &dyn std::fmt::Display) -> i32 {
-    eprintln!("error: {e}");
+    super::output::error(e);
     super::EXIT_FAILURE
 }
 

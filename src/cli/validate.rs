@@ -31,16 +31,16 @@ pub fn run(a: Args) -> i32 {
         Ok(cat) => {
             if a.upgrades && !a.quiet {
                 for w in crate::validate::upgrade_lint::lint(&cat) {
-                    eprintln!("{w}");
+                    super::output::diagnostic(&w);
                 }
             }
             if !a.quiet {
-                eprintln!(
+                super::output::status(format_args!(
                     "valid: {} packages, {} bundles, {} channel entries",
                     cat.packages.len(),
                     cat.bundle_count(),
                     cat.entry_count()
-                );
+                ));
             }
             super::EXIT_OK
         }

@@ -214,7 +214,7 @@ pub fn resolve_or_exit(
     quiet: bool,
 ) -> Result<Resolved, i32> {
     resolve(sources, args, crate::cli::show_progress(quiet)).map_err(|e| {
-        eprintln!("error: {}", one_line(&e));
+        crate::cli::output::error(one_line(&e));
         crate::cli::EXIT_FAILURE
     })
 }
