@@ -124,6 +124,19 @@ pub fn parse_go_flags(args: &[std::ffi::OsString]) -> Result<Args, String> {
         };
         let bool_flag =
             name.starts_with("tls") || matches!(name, "v" | "version" | "gzip" | "alts" | "spiffe");
+        let known = bool_flag
+            || matches!(
+                name,
+                "addr"
+                    | "service"
+                    | "connect-timeout"
+                    | "rpc-timeout"
+                    | "user-agent"
+                    | "rpc-header"
+            );
+        if !known {
+            return Err(format!("flag provided but not defined: -{name}"));
+        }
         let value = if bool_flag {
             inline.unwrap_or_else(|| "true".into())
         } else if let Some(v) = inline {
@@ -137,8 +150,8 @@ pub fn parse_go_flags(args: &[std::ffi::OsString]) -> Result<Args, String> {
         match name {
             "addr" => a.addr = value,
             "service" => a.service = value,
-            "connect-timeout" => a.connect_timeout = parse_duration(&value)?,
-            "rpc-timeout" => a.rpc_timeout = parse_duration(&value)?,
+            "connect-timeout" => a.connect_timeout = go_flag_duration(name, &value)?,
+            "rpc-timeout" => a.rpc_timeout = go_flag_duration(name, &value)?,
             "user-agent" | "rpc-header" => {}
             n if n.starts_with("tls") || n == "alts" || n == "spiffe" => {
                 if value != "false" && !value.is_empty() {
@@ -153,7 +166,48 @@ pub fn parse_go_flags(args: &[std::ffi::OsString]) -> Result<Args, String> {
         }
         i += 1;
     }
+    // grpc_health_probe's own checks, in its order and words.
+    if a.addr.is_empty() {
+        return Err("-addr not specified".into());
+    }
+    for (flag, d) in [
+        ("connect-timeout", a.connect_timeout),
+        ("rpc-timeout", a.rpc_timeout),
+    ] {
+        if d.is_zero() {
+            return Err(format!("-{flag} must be greater than zero (specified: 0s)"));
+        }
+    }
     Ok(a)
+}
+
+/// A duration flag's value, refused in the words of Go's flag package.
+fn go_flag_duration(name: &str, value: &str) -> Result<Duration, String> {
+    parse_duration(value)
+        .map_err(|_| format!("invalid value {value:?} for flag -{name}: parse error"))
+}
+
+/// Why a connection failed, without tonic's uninformative outer "transport error": the
+/// innermost cause, with "connection refused" and DNS failures named as such.
+fn connect_failure(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut causes = Vec::new();
+    let mut cur = Some(e);
+    while let Some(c) = cur {
+        if let Some(io) = c.downcast_ref::<std::io::Error>() {
+            if io.kind() == std::io::ErrorKind::ConnectionRefused {
+                return "connection refused".into();
+            }
+        }
+        causes.push(c.to_string());
+        cur = c.source();
+    }
+    causes.retain(|c| c != "transport error");
+    let detail = causes.last().cloned().unwrap_or_else(|| e.to_string());
+    if causes.iter().any(|c| c.starts_with("dns error")) {
+        format!("DNS lookup failed: {detail}")
+    } else {
+        detail
+    }
 }
 
 /// Entry point when invoked as `grpc_health_probe`.
@@ -232,7 +286,11 @@ pub async fn check(a: &Args) -> (i32, String) {
         Ok(Err(e)) => {
             return (
                 EXIT_CONNECT,
-                format!("error: failed to connect service at {:?}: {e}", a.addr),
+                format!(
+                    "error: failed to connect service at {:?}: {}",
+                    a.addr,
+                    connect_failure(&e)
+                ),
             )
         }
         Err(_) => {

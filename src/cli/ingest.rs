@@ -22,6 +22,9 @@ pub struct Args {
     /// Print nothing but errors (no progress, no warnings).
     #[arg(short, long)]
     pub quiet: bool,
+    /// Write a catalog with no packages (refused by default, as a likely mistake).
+    #[arg(long)]
+    pub allow_empty: bool,
     #[command(flatten)]
     pub image: crate::image::ImageArgs,
 }
@@ -36,7 +39,7 @@ pub fn run(a: Args) -> i32 {
         Ok(r) => r,
         Err(code) => return code,
     };
-    match ingest_resolved(&resolved, &a.output, progress, a.quiet) {
+    match ingest_resolved(&resolved, &a.output, progress, a.quiet, a.allow_empty) {
         Ok(cat) => {
             if !a.quiet {
                 super::output::status(format_args!(
@@ -74,6 +77,7 @@ pub fn ingest(
         output,
         progress,
         quiet,
+        true,
     )
 }
 
@@ -84,6 +88,7 @@ pub fn ingest_resolved(
     output: &Path,
     progress: bool,
     quiet: bool,
+    allow_empty: bool,
 ) -> Result<crate::validate::ValidCatalog, i32> {
     let sources = &resolved.paths[..];
     let fail = |e: anyhow::Error| {
@@ -110,7 +115,7 @@ pub fn ingest_resolved(
             let _ = tx.send(b);
             light
         };
-        let loaded = super::load_valid_with(sources, progress, quiet, &mut sink);
+        let loaded = super::load::load_valid_opts(sources, progress, quiet, allow_empty, &mut sink);
         drop(tx);
         let written = writer
             .join()

@@ -6,6 +6,7 @@
 pub mod graph;
 pub mod health_probe;
 pub mod ingest;
+pub mod load;
 pub mod output;
 pub mod render;
 pub mod serve;
@@ -39,7 +40,7 @@ pub const EXIT_USAGE: i32 = 2;
 #[derive(Parser, Debug)]
 #[command(
     name = "opreg",
-    version,
+    version = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("OPREG_GIT_COMMIT"), ")"),
     about = "Operator catalog registry: ingest, validate, store and serve OLM catalogs",
     long_about = "opreg reads operator catalogs (file-based catalogs, bundle directories, package-manifest \
 directories, legacy SQLite indexes), validates their upgrade graphs, stores them in SQLite with every \
@@ -145,42 +146,15 @@ pub fn load_valid(sources: &[PathBuf], progress: bool, quiet: bool) -> Result<Va
 }
 
 /// [`load_valid`], handing each bundle to `sink` as it is read
-/// ([`crate::source::load_sources_with`]).
+/// ([`crate::source::load_sources_with`]). An empty catalog is accepted here; commands that
+/// refuse one unless `--allow-empty` use [`load::load_valid_opts`].
 pub fn load_valid_with(
     sources: &[PathBuf],
     progress: bool,
     quiet: bool,
     sink: &mut crate::catalog::BundleSink<'_>,
 ) -> Result<ValidCatalog, i32> {
-    let spinner = progress.then(|| {
-        let pb = indicatif::ProgressBar::new_spinner();
-        pb.set_message("reading sources");
-        pb.enable_steady_tick(std::time::Duration::from_millis(120));
-        pb
-    });
-    let mut warnings = Vec::new();
-    let (cat, mut errors) = crate::source::load_sources_with(sources, &mut warnings, sink);
-    if let Some(pb) = &spinner {
-        pb.set_message("validating");
-    }
-    let result = crate::validate::check(cat, &mut errors, &mut warnings);
-    if let Some(pb) = spinner {
-        pb.finish_and_clear();
-    }
-    if !quiet {
-        warnings.iter().for_each(output::diagnostic);
-    }
-    match result {
-        Ok(cat) => Ok(cat),
-        Err(_) => {
-            errors.iter().for_each(output::diagnostic);
-            output::status(format_args!(
-                "{} error(s): the catalog is invalid",
-                errors.len()
-            ));
-            Err(EXIT_FAILURE)
-        }
-    }
+    load::load_valid_opts(sources, progress, quiet, true, sink)
 }
 
 /// A digest of SOURCEs' contents: paths, sizes and bytes of every file, plus this opreg's

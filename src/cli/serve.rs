@@ -61,6 +61,13 @@ pub struct Args {
     /// Seconds in-flight calls may run after SIGTERM/SIGINT before the server exits.
     #[arg(long, default_value = "10", value_name = "SECONDS", value_parser = parse_seconds)]
     pub grace_period: Duration,
+    /// Serve a catalog with no packages (refused by default, as a likely mistake).
+    #[arg(long)]
+    pub allow_empty: bool,
+    /// Accepted for compatibility with `opm serve` and ignored, with a warning: opreg has no
+    /// profiling endpoint.
+    #[arg(long, value_name = "ADDR")]
+    pub pprof_addr: Option<String>,
     /// Worker threads answering requests [default: the number of cores available to the
     /// process]. A replica is read-only: scale out with more replicas rather than threads.
     #[arg(long, env = "OPREG_THREADS", value_name = "N",
@@ -115,16 +122,36 @@ fn disable_transparent_huge_pages() {
 }
 
 /// Prints a one-line reason, writes it to the termination log (a warning if that fails), exits 1.
+/// An invalid catalog prints every diagnostic first, as `validate` does.
 fn fatal(termination_log: &Path, e: &anyhow::Error) -> i32 {
-    let line = format!("{e:#}").replace('\n', "; ");
+    let (line, log) = match e.downcast_ref::<crate::diag::Diagnostics>() {
+        Some(d) => {
+            d.0.iter().for_each(super::output::diagnostic);
+            let line = format!("{} error(s): the catalog is invalid", d.0.len());
+            // The termination log has no other lines to point to: it gets them all, on one line.
+            let all = d.0.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+            let log = format!("{line}: {}", all.join("; "));
+            (line, crate::text::elide(&log, 4000, 200).into_owned())
+        }
+        None => {
+            let line = format!("{e:#}").replace('\n', "; ");
+            (line.clone(), line)
+        }
+    };
     super::output::error(&line);
-    if let Err(w) = std::fs::write(termination_log, format!("{line}\n")) {
+    if let Err(w) = std::fs::write(termination_log, format!("{log}\n")) {
         tracing::debug!(path = %termination_log.display(), error = %w, "could not write the termination log");
     }
     super::EXIT_FAILURE
 }
 
 async fn run_async(mut a: Args) -> Result<()> {
+    if let Some(addr) = &a.pprof_addr {
+        tracing::warn!(pprof_addr = %addr, "--pprof-addr is ignored: opreg has no profiling endpoint");
+    }
+    if a.source.is_none() {
+        tracing::warn!("no SOURCE given: serving the embedded demo catalog");
+    }
     a.source = effective_source(a.source.take(), a.fallback_demo);
     let enforce = a
         .cache_enforce_integrity
@@ -137,7 +164,13 @@ async fn run_async(mut a: Args) -> Result<()> {
         let src = a.source.clone();
         let image = a.image.clone();
         tokio::task::spawn_blocking(move || {
-            prepare(src.as_deref(), dir.as_deref(), enforce, &image)
+            prepare(
+                src.as_deref(),
+                dir.as_deref(),
+                enforce,
+                &image,
+                a.allow_empty,
+            )
         })
         .await??;
         tracing::info!("cache is ready");
@@ -149,12 +182,13 @@ async fn run_async(mut a: Args) -> Result<()> {
         grace: a.grace_period,
     };
     let (src, dir, image) = (a.source.clone(), a.cache_dir.clone(), a.image.clone());
+    let allow_empty = a.allow_empty;
     // The temporary directory holding the database (no --cache-dir) lives as long as the
     // server: it is removed when serve returns, after a clean shutdown or a failure.
     let temp_dir = std::sync::Arc::new(std::sync::Mutex::new(None));
     let keep = temp_dir.clone();
     let served = crate::server::serve(listener, opts, move || {
-        let (store, tmp) = prepare(src.as_deref(), dir.as_deref(), enforce, &image)?;
+        let (store, tmp) = prepare(src.as_deref(), dir.as_deref(), enforce, &image, allow_empty)?;
         if let Ok(mut k) = keep.lock() {
             *k = tmp;
         }
@@ -204,6 +238,7 @@ fn prepare(
     cache_dir: Option<&Path>,
     enforce: bool,
     image: &crate::image::ImageArgs,
+    allow_empty: bool,
 ) -> Result<(Store, Option<TempDirGuard>)> {
     // An image SOURCE is pulled here, while health still says NOT_SERVING.
     let resolved = match source {
@@ -275,7 +310,13 @@ fn prepare(
         for w in warnings {
             tracing::warn!("{w}");
         }
-        valid.map_err(|_| anyhow::anyhow!("{}", crate::diag::Diagnostics(errors)))?
+        match valid {
+            Ok(cat) if cat.packages.is_empty() && !allow_empty => {
+                return Err(crate::diag::Diagnostics(vec![super::load::no_packages()]).into())
+            }
+            Ok(cat) => cat,
+            Err(_) => return Err(crate::diag::Diagnostics(errors).into()),
+        }
     };
     let builder = crate::store::Builder::create(&db)?;
     if let Some(images) = resolved.catalog_info() {
@@ -326,10 +367,10 @@ pub fn run_opm_compat(args: &[std::ffi::OsString]) -> i32 {
         /// Serve a file-based catalog (opreg implementation).
         Serve {
             #[command(flatten)]
-            args: Args,
-            /// Accepted for compatibility; opreg has no pprof endpoint.
-            #[arg(long, hide = true)]
-            pprof_addr: Option<String>,
+            args: Box<Args>,
+            /// More SOURCEs: refused, as opm takes exactly one.
+            #[arg(hide = true, value_name = "EXTRA")]
+            extra: Vec<PathBuf>,
             #[arg(long, hide = true)]
             pprof_capture_profiles: bool,
         },
@@ -340,10 +381,20 @@ pub fn run_opm_compat(args: &[std::ffi::OsString]) -> i32 {
     argv.extend(args.iter().cloned());
     match <Opm as clap::Parser>::try_parse_from(argv) {
         Ok(Opm {
-            cmd: OpmCmd::Serve { args, .. },
+            cmd: OpmCmd::Serve {
+                mut args, extra, ..
+            },
         }) => {
+            // As opm's `serve <source_path>`: exactly one argument, in cobra's words.
+            let n = usize::from(args.source.is_some()) + extra.len();
+            if n != 1 {
+                super::output::error(format_args!("accepts 1 arg(s), received {n}"));
+                return super::EXIT_USAGE;
+            }
+            // opm serves an empty catalog.
+            args.allow_empty = true;
             super::init_logging(super::LogFormat::Text, args.debug);
-            run(args)
+            run(*args)
         }
         Ok(Opm {
             cmd: OpmCmd::Other(rest),
@@ -389,7 +440,8 @@ mod tests {
     fn cache_is_readable_by_other_users() {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
-        let (_store, _) = prepare(None, Some(dir.path()), false, &Default::default()).unwrap();
+        let (_store, _) =
+            prepare(None, Some(dir.path()), false, &Default::default(), false).unwrap();
         let mode = std::fs::metadata(dir.path().join(CACHE_DB))
             .unwrap()
             .permissions()

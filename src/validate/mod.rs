@@ -8,6 +8,7 @@
 //! Messages reuse upstream's key words so that searching for them finds both tools.
 
 pub mod properties;
+mod schemas;
 pub mod upgrade_lint;
 
 use crate::diag::{Diagnostic, Rule};
@@ -91,6 +92,7 @@ pub fn validate(cat: &Catalog) -> Vec<Diagnostic> {
             );
         }
     }
+    schemas::unknown_schemas(cat, &mut out);
     out
 }
 
