@@ -521,3 +521,125 @@ fn health_probe_names_the_failure_and_speaks_grpc_health_probes_words() {
         assert!(err.contains(words), "{args:?}: {err}");
     }
 }
+
+#[test]
+fn messages_say_each_thing_once_and_suggest_the_nearest_names() {
+    let (_t, dir) = catalog(&[("index.yaml", VALID)]);
+    let d = s(&dir);
+    for (args, want) in [
+        (
+            vec!["upgrade", d, "-p", "dmeo", "--from", "1.0.0"],
+            "no package \"dmeo\"; did you mean \"demo\"?",
+        ),
+        (
+            vec![
+                "upgrade",
+                d,
+                "-p",
+                "demo",
+                "--from",
+                "1.0.0",
+                "--channel",
+                "stabel",
+            ],
+            "did you mean \"stable\"?",
+        ),
+        (
+            vec!["upgrade", d, "-p", "demo", "--from", "demo.v1.0.1"],
+            "did you mean",
+        ),
+        (vec!["graph", d, "-p", "dmeo"], "did you mean \"demo\"?"),
+        (
+            vec!["graph", d, "-p", "demo", "-c", "fats"],
+            "did you mean \"fast\"?",
+        ),
+        (
+            vec!["graph", d, "-p", "demo", "--from", "7.7.7"],
+            "\"7.7.7\" is neither a bundle",
+        ),
+    ] {
+        let (code, _, err) = opreg(&args);
+        assert_eq!(code, 1, "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: one line: {err}");
+        assert_eq!(
+            err.matches("7.7.7").count().min(1),
+            err.matches("7.7.7").count(),
+            "{err}"
+        );
+        assert!(!err.contains("error: error"), "{err}");
+    }
+}
+
+#[test]
+fn upgrade_from_a_bundle_outside_the_default_channel_names_its_channels() {
+    let (_t, dir) = catalog(&[("index.yaml", VALID)]);
+    let (code, out, err) = opreg(&["upgrade", s(&dir), "-p", "demo", "--from", "1.2.0"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("next: none"), "{out}");
+    assert!(
+        err.contains("not in the default channel \"stable\"")
+            && err.contains("\"fast\"")
+            && err.contains("--channel fast"),
+        "{err}"
+    );
+    // In its own channel: no such warning.
+    let (code, _, err) = opreg(&[
+        "upgrade",
+        s(&dir),
+        "-p",
+        "demo",
+        "--from",
+        "1.2.0",
+        "--channel",
+        "fast",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.is_empty(), "{err}");
+}
+
+/// `scripts/apt-mirror.sh ROOT` on an apt configuration written under ROOT.
+fn apt_mirror(files: &[(&str, &str)]) -> (i32, String) {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(root.path().join("etc/apt/sources.list.d")).unwrap();
+    for (name, content) in files {
+        std::fs::write(root.path().join("etc/apt").join(name), content).unwrap();
+    }
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/apt-mirror.sh");
+    let out = Command::new("sh")
+        .arg(&script)
+        .arg(root.path())
+        .env_remove("OPREG_DEBIAN_MIRROR")
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).trim().to_string(),
+    )
+}
+
+#[test]
+fn the_container_smoke_test_takes_its_mirror_from_apt() {
+    let smoke = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/container-smoke.sh"),
+    )
+    .unwrap();
+    assert!(
+        !smoke.contains("deb.debian.org") && smoke.contains("apt-mirror.sh"),
+        "container-smoke.sh must not name a mirror's host"
+    );
+    let deb822 = "Types: deb\nURIs: http://mirror.example/debian-security\nSuites: bookworm-security\n\n\
+                  Types: deb-src deb\nURIs: http://mirror.example/debian\nSuites: bookworm bookworm-updates\n";
+    assert_eq!(
+        apt_mirror(&[("sources.list.d/debian.sources", deb822)]),
+        (0, "http://mirror.example/debian".into())
+    );
+    let one_line = "# comment\ndeb [signed-by=/k.gpg] http://one.example/debian bookworm main\n";
+    assert_eq!(
+        apt_mirror(&[("sources.list", one_line)]),
+        (0, "http://one.example/debian".into())
+    );
+    let disabled = "Types: deb\nURIs: http://off.example/debian\nSuites: bookworm\nEnabled: no\n";
+    assert_eq!(apt_mirror(&[("sources.list.d/x.sources", disabled)]).0, 1);
+    assert_eq!(apt_mirror(&[]).0, 1);
+}

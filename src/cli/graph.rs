@@ -141,13 +141,20 @@ pub fn draw(
     format: Format,
     from: Option<&str>,
 ) -> Result<String, String> {
-    let pkg = cat
-        .packages
-        .get(package)
-        .ok_or_else(|| format!("no package {package:?} in the catalog"))?;
+    let pkg = cat.packages.get(package).ok_or_else(|| {
+        let near = crate::text::nearest(package, cat.packages.keys().map(String::as_str), 3);
+        format!(
+            "no package {package:?} in the catalog{}",
+            crate::text::did_you_mean(&near)
+        )
+    })?;
     if let Some(c) = channel {
         if !pkg.channels.contains_key(c) {
-            return Err(format!("package {package:?} has no channel {c:?}"));
+            let near = crate::text::nearest(c, pkg.channels.keys().map(String::as_str), 3);
+            return Err(format!(
+                "package {package:?} has no channel {c:?}{}",
+                crate::text::did_you_mean(&near)
+            ));
         }
     }
     let paths = match from {
@@ -191,10 +198,11 @@ fn resolve_paths(
         run(resolve::Semantics::V1),
     );
     match (classic, v1) {
+        // The resolver's messages already quote FROM: say it once.
         (Err(c), Err(v)) => Err(if c.to_string() == v.to_string() {
-            format!("--from {from:?}: {c}")
+            c.to_string()
         } else {
-            format!("--from {from:?}: classic: {c}; v1: {v}")
+            format!("classic: {c}; v1: {v}")
         }),
         (c, v) => {
             if let Err(e) = &c {
