@@ -643,3 +643,37 @@ fn the_container_smoke_test_takes_its_mirror_from_apt() {
     assert_eq!(apt_mirror(&[("sources.list.d/x.sources", disabled)]).0, 1);
     assert_eq!(apt_mirror(&[]).0, 1);
 }
+
+/// Upstream's `api.Bundle` has no release field (operator-registry's `pkg/api/registry.proto`
+/// and `model_to_api.go` fill `version` from the `olm.package` version alone): a release is
+/// served only inside the `olm.package` property, exactly as the catalog gave it.
+#[test]
+fn a_bundle_release_is_served_inside_its_olm_package_property() {
+    let cat = "---\nschema: olm.package\nname: rel\ndefaultChannel: stable\n\
+---\nschema: olm.channel\npackage: rel\nname: stable\nentries:\n  - name: rel-v1.0.0-2\n\
+---\nschema: olm.bundle\nname: rel-v1.0.0-2\npackage: rel\nimage: quay.io/x/rel:v1.0.0-2\n\
+properties:\n  - type: olm.package\n    value: {packageName: rel, version: 1.0.0, release: \"2\"}\n";
+    let (_t, dir) = catalog(&[("index.yaml", cat)]);
+    let server = common::InProcess::start(&dir);
+    common::rt().block_on(async {
+        let mut c = server.registry().await;
+        let b = c
+            .get_bundle(opreg::api::GetBundleRequest {
+                pkg_name: "rel".into(),
+                channel_name: "stable".into(),
+                csv_name: "rel-v1.0.0-2".into(),
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(b.version, "1.0.0", "the version field carries no release");
+        let pkg = b
+            .properties
+            .iter()
+            .find(|p| p.r#type == "olm.package")
+            .expect("olm.package property");
+        let v: serde_json::Value = serde_json::from_str(&pkg.value).unwrap();
+        assert_eq!(v["release"], "2", "{}", pkg.value);
+        assert_eq!(v["version"], "1.0.0");
+    });
+}
