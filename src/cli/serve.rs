@@ -124,21 +124,27 @@ fn disable_transparent_huge_pages() {
 /// Prints a one-line reason, writes it to the termination log (a warning if that fails), exits 1.
 /// An invalid catalog prints every diagnostic first, as `validate` does.
 fn fatal(termination_log: &Path, e: &anyhow::Error) -> i32 {
-    let (line, log) = match e.downcast_ref::<crate::diag::Diagnostics>() {
+    let log = match e.downcast_ref::<crate::diag::Diagnostics>() {
+        // One problem is its own one-line reason.
+        Some(crate::diag::Diagnostics(one)) if one.len() == 1 => {
+            super::output::diagnostic(&one[0]);
+            one[0].to_string()
+        }
         Some(d) => {
             d.0.iter().for_each(super::output::diagnostic);
             let line = format!("{} error(s): the catalog is invalid", d.0.len());
+            super::output::error(&line);
             // The termination log has no other lines to point to: it gets them all, on one line.
             let all = d.0.iter().map(|x| x.to_string()).collect::<Vec<_>>();
             let log = format!("{line}: {}", all.join("; "));
-            (line, crate::text::elide(&log, 4000, 200).into_owned())
+            crate::text::elide(&log, 4000, 200).into_owned()
         }
         None => {
             let line = format!("{e:#}").replace('\n', "; ");
-            (line.clone(), line)
+            super::output::error(&line);
+            line
         }
     };
-    super::output::error(&line);
     if let Err(w) = std::fs::write(termination_log, format!("{log}\n")) {
         tracing::debug!(path = %termination_log.display(), error = %w, "could not write the termination log");
     }
