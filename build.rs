@@ -1,8 +1,37 @@
 //! Compiles `proto/` with protox (no protoc needed) into tonic/prost code, and keeps the encoded
-//! descriptor set for gRPC reflection.
+//! descriptor set for gRPC reflection; records the git commit for `--version`.
 use std::path::PathBuf;
+use std::process::Command;
+
+/// `git rev-parse ARGS` in the crate's directory, or None without git or outside a clone.
+fn git(args: &[&str]) -> Option<String> {
+    let out = Command::new("git").args(args).output().ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+        .filter(|s| !s.is_empty())
+}
+
+/// Sets `OPREG_GIT_COMMIT` (12 hex digits, or "unknown" when not built from a clone) and
+/// rebuilds when HEAD moves.
+fn record_commit() {
+    let commit = git(&["rev-parse", "--short=12", "HEAD"]).unwrap_or_else(|| "unknown".into());
+    println!("cargo:rustc-env=OPREG_GIT_COMMIT={commit}");
+    let mut watched = vec!["HEAD".to_string(), "packed-refs".to_string()];
+    if let Some(r) = git(&["symbolic-ref", "-q", "HEAD"]) {
+        watched.push(r);
+    }
+    for w in watched {
+        if let Some(p) = git(&["rev-parse", "--git-path", &w]) {
+            if std::path::Path::new(&p).exists() {
+                println!("cargo:rerun-if-changed={p}");
+            }
+        }
+    }
+}
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
+    record_commit();
     let fds = protox::compile(["proto/registry.proto", "proto/upgrades.proto"], ["proto"])?;
     let out_dir = PathBuf::from(std::env::var("OUT_DIR")?);
     std::fs::write(

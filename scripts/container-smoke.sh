@@ -107,8 +107,8 @@ if [ "$have_key" != "" ] && [ "$have_key" != "$standin_key" ]; then
     t0=$(date +%s)
     rootfs="$WORK/rootfs-bookworm-rust"
     if [ ! -f "$rootfs.done" ]; then
-        mirror=$(sed -n 's/^URIs: *//p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | grep -v security | head -n1 || true)
-        mirror=${mirror:-http://deb.debian.org/debian}
+        # The machine's own apt mirror (scripts/apt-mirror.sh); no host is named here.
+        mirror=$(sh "$REPO/scripts/apt-mirror.sh") || die "no Debian mirror to debootstrap from"
         log "debootstrap bookworm (minbase + gcc, libc6-dev, ca-certificates) from $mirror"
         rm -rf "$rootfs"
         debootstrap --variant=minbase --include=gcc,libc6-dev,ca-certificates \

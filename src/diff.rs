@@ -410,6 +410,9 @@ impl UpgradeGraph for Cached<'_> {
         self.facts.borrow_mut().insert(package.into(), f.clone());
         Ok(f)
     }
+    fn package_names(&self) -> anyhow::Result<Vec<String>> {
+        self.cat.package_names()
+    }
     fn classic_chain(&self, package: &str, channel: &str) -> anyhow::Result<Vec<String>> {
         let key = (package.to_string(), channel.to_string());
         if let Some(c) = self.chains.borrow().get(&key) {

@@ -3,5 +3,12 @@
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() {
-    std::process::exit(opreg::cli::run(std::env::args_os().collect()));
+    // No path may end in a panic's exit code 101: a bug becomes one line and exit code 1.
+    std::panic::set_hook(Box::new(|info| {
+        use std::io::Write;
+        let _ = writeln!(std::io::stderr(), "error: internal error: {info}");
+    }));
+    let code = std::panic::catch_unwind(|| opreg::cli::run(std::env::args_os().collect()))
+        .unwrap_or(opreg::cli::EXIT_FAILURE);
+    std::process::exit(code);
 }

@@ -48,9 +48,72 @@ pub fn elide(s: &str, max: usize, tail: usize) -> Cow<'_, str> {
     .into()
 }
 
+/// The edit distance (insertions, deletions, substitutions of characters) between `a` and `b`.
+pub fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diag = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let next = (diag + usize::from(ca != *cb))
+                .min(row[j] + 1)
+                .min(row[j + 1] + 1);
+            diag = row[j + 1];
+            row[j + 1] = next;
+        }
+    }
+    row[b.len()]
+}
+
+/// The candidates closest to `name` by [`edit_distance`], best first (ties in the given
+/// order), at most `max` of them, and only those near enough to be a plausible typo: at most a
+/// third of the longer name's characters differ (at least 2 may).
+pub fn nearest<'a>(
+    name: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+    max: usize,
+) -> Vec<&'a str> {
+    let mut scored: Vec<(usize, &str)> = candidates
+        .into_iter()
+        .filter(|c| *c != name)
+        .filter_map(|c| {
+            let d = edit_distance(name, c);
+            let limit = (name.chars().count().max(c.chars().count()) / 3).max(2);
+            (d <= limit).then_some((d, c))
+        })
+        .collect();
+    scored.sort_by_key(|(d, _)| *d);
+    scored.into_iter().take(max).map(|(_, c)| c).collect()
+}
+
+/// `; did you mean "a" or "b"?` for [`nearest`]'s answer, or nothing.
+pub fn did_you_mean(near: &[&str]) -> String {
+    match near {
+        [] => String::new(),
+        [one] => format!("; did you mean {one:?}?"),
+        more => {
+            let quoted: Vec<String> = more.iter().map(|c| format!("{c:?}")).collect();
+            format!("; did you mean one of {}?", quoted.join(", "))
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nearest_names() {
+        assert_eq!(edit_distance("olm.pakage", "olm.package"), 1);
+        assert_eq!(edit_distance("", "abc"), 3);
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        let names = ["etcd", "etcd-operator", "prometheus"];
+        assert_eq!(nearest("ectd", names, 3), vec!["etcd"]);
+        assert!(nearest("zzzz", names, 3).is_empty());
+        assert_eq!(did_you_mean(&["a"]), "; did you mean \"a\"?");
+        assert_eq!(did_you_mean(&[]), "");
+    }
 
     #[test]
     fn go_quote_escapes_like_go() {

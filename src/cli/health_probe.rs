@@ -4,6 +4,7 @@
 //! Exit codes: 0 SERVING, 1 bad arguments, 2 connection failure, 3 RPC failure or timeout,
 //! 4 the status was not SERVING.
 
+use std::io::Write;
 use std::time::Duration;
 use tonic_health::pb::{
     health_check_response::ServingStatus, health_client::HealthClient, HealthCheckRequest,
@@ -123,6 +124,19 @@ pub fn parse_go_flags(args: &[std::ffi::OsString]) -> Result<Args, String> {
         };
         let bool_flag =
             name.starts_with("tls") || matches!(name, "v" | "version" | "gzip" | "alts" | "spiffe");
+        let known = bool_flag
+            || matches!(
+                name,
+                "addr"
+                    | "service"
+                    | "connect-timeout"
+                    | "rpc-timeout"
+                    | "user-agent"
+                    | "rpc-header"
+            );
+        if !known {
+            return Err(format!("flag provided but not defined: -{name}"));
+        }
         let value = if bool_flag {
             inline.unwrap_or_else(|| "true".into())
         } else if let Some(v) = inline {
@@ -136,8 +150,8 @@ pub fn parse_go_flags(args: &[std::ffi::OsString]) -> Result<Args, String> {
         match name {
             "addr" => a.addr = value,
             "service" => a.service = value,
-            "connect-timeout" => a.connect_timeout = parse_duration(&value)?,
-            "rpc-timeout" => a.rpc_timeout = parse_duration(&value)?,
+            "connect-timeout" => a.connect_timeout = go_flag_duration(name, &value)?,
+            "rpc-timeout" => a.rpc_timeout = go_flag_duration(name, &value)?,
             "user-agent" | "rpc-header" => {}
             n if n.starts_with("tls") || n == "alts" || n == "spiffe" => {
                 if value != "false" && !value.is_empty() {
@@ -152,7 +166,48 @@ pub fn parse_go_flags(args: &[std::ffi::OsString]) -> Result<Args, String> {
         }
         i += 1;
     }
+    // grpc_health_probe's own checks, in its order and words.
+    if a.addr.is_empty() {
+        return Err("-addr not specified".into());
+    }
+    for (flag, d) in [
+        ("connect-timeout", a.connect_timeout),
+        ("rpc-timeout", a.rpc_timeout),
+    ] {
+        if d.is_zero() {
+            return Err(format!("-{flag} must be greater than zero (specified: 0s)"));
+        }
+    }
     Ok(a)
+}
+
+/// A duration flag's value, refused in the words of Go's flag package.
+fn go_flag_duration(name: &str, value: &str) -> Result<Duration, String> {
+    parse_duration(value)
+        .map_err(|_| format!("invalid value {value:?} for flag -{name}: parse error"))
+}
+
+/// Why a connection failed, without tonic's uninformative outer "transport error": the
+/// innermost cause, with "connection refused" and DNS failures named as such.
+fn connect_failure(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut causes = Vec::new();
+    let mut cur = Some(e);
+    while let Some(c) = cur {
+        if let Some(io) = c.downcast_ref::<std::io::Error>() {
+            if io.kind() == std::io::ErrorKind::ConnectionRefused {
+                return "connection refused".into();
+            }
+        }
+        causes.push(c.to_string());
+        cur = c.source();
+    }
+    causes.retain(|c| c != "transport error");
+    let detail = causes.last().cloned().unwrap_or_else(|| e.to_string());
+    if causes.iter().any(|c| c.starts_with("dns error")) {
+        format!("DNS lookup failed: {detail}")
+    } else {
+        detail
+    }
 }
 
 /// Entry point when invoked as `grpc_health_probe`.
@@ -162,11 +217,12 @@ pub fn run_go_style(args: &[std::ffi::OsString]) -> i32 {
     for arg in args.iter().map(|s| s.to_string_lossy()) {
         match arg.trim_start_matches('-') {
             "h" | "help" if arg.starts_with('-') => {
-                eprint!("{GO_USAGE}");
+                let _ = write!(std::io::stderr(), "{GO_USAGE}");
                 return EXIT_ARGS;
             }
             "version" | "version=true" if arg.starts_with('-') => {
-                println!(
+                let _ = writeln!(
+                    std::io::stdout(),
                     "opreg {} (grpc_health_probe compatible)",
                     env!("CARGO_PKG_VERSION")
                 );
@@ -178,7 +234,7 @@ pub fn run_go_style(args: &[std::ffi::OsString]) -> i32 {
     match parse_go_flags(args) {
         Ok(a) => run(a),
         Err(e) => {
-            eprintln!("error: {e}");
+            let _ = writeln!(std::io::stderr(), "error: {e}");
             EXIT_ARGS
         }
     }
@@ -191,14 +247,15 @@ pub fn run(a: Args) -> i32 {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("error: {e}");
+            let _ = writeln!(std::io::stderr(), "error: {e}");
             return EXIT_RPC;
         }
     };
     let started = std::time::Instant::now();
     let (code, msg) = rt.block_on(check(&a));
     if a.verbose {
-        eprintln!(
+        let _ = writeln!(
+            std::io::stderr(),
             "addr={} service={:?} time elapsed: {:?}",
             a.addr,
             a.service,
@@ -206,9 +263,9 @@ pub fn run(a: Args) -> i32 {
         );
     }
     if code == EXIT_SERVING {
-        println!("{msg}");
+        let _ = writeln!(std::io::stdout(), "{msg}");
     } else {
-        eprintln!("{msg}");
+        let _ = writeln!(std::io::stderr(), "{msg}");
     }
     code
 }
@@ -229,7 +286,11 @@ pub async fn check(a: &Args) -> (i32, String) {
         Ok(Err(e)) => {
             return (
                 EXIT_CONNECT,
-                format!("error: failed to connect service at {:?}: {e}", a.addr),
+                format!(
+                    "error: failed to connect service at {:?}: {}",
+                    a.addr,
+                    connect_failure(&e)
+                ),
             )
         }
         Err(_) => {

@@ -22,26 +22,33 @@ pub struct Args {
     /// Print nothing but errors (no progress, no warnings).
     #[arg(short, long)]
     pub quiet: bool,
+    /// Write a catalog with no packages (refused by default, as a likely mistake).
+    #[arg(long)]
+    pub allow_empty: bool,
     #[command(flatten)]
     pub image: crate::image::ImageArgs,
 }
 
 pub fn run(a: Args) -> i32 {
+    if let Err(e) = store::check_output(&a.output) {
+        super::output::error(e);
+        return super::EXIT_FAILURE;
+    }
     let progress = super::show_progress(a.quiet);
     let resolved = match crate::cli::resolve_or_exit(&a.sources, &a.image, a.quiet) {
         Ok(r) => r,
         Err(code) => return code,
     };
-    match ingest_resolved(&resolved, &a.output, progress, a.quiet) {
+    match ingest_resolved(&resolved, &a.output, progress, a.quiet, a.allow_empty) {
         Ok(cat) => {
             if !a.quiet {
-                eprintln!(
+                super::output::status(format_args!(
                     "wrote {}: {} packages, {} bundles, {} channel entries",
                     a.output.display(),
                     cat.packages.len(),
                     cat.bundle_count(),
                     cat.entry_count()
-                );
+                ));
             }
             super::EXIT_OK
         }
@@ -70,6 +77,7 @@ pub fn ingest(
         output,
         progress,
         quiet,
+        true,
     )
 }
 
@@ -80,10 +88,11 @@ pub fn ingest_resolved(
     output: &Path,
     progress: bool,
     quiet: bool,
+    allow_empty: bool,
 ) -> Result<crate::validate::ValidCatalog, i32> {
     let sources = &resolved.paths[..];
     let fail = |e: anyhow::Error| {
-        eprintln!("error: {e:#}");
+        super::output::error(format_args!("{e:#}"));
         super::EXIT_FAILURE
     };
     super::return_freed_memory_at_once();
@@ -106,7 +115,14 @@ pub fn ingest_resolved(
             let _ = tx.send(b);
             light
         };
-        let loaded = super::load_valid_with(sources, resolved, progress, quiet, &mut sink);
+        let loaded = super::load::load_valid_opts(
+            sources,
+            resolved,
+            progress,
+            quiet,
+            allow_empty,
+            &mut sink,
+        );
         drop(tx);
         let written = writer
             .join()

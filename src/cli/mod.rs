@@ -9,6 +9,9 @@ pub mod graph;
 pub mod health_probe;
 pub mod ingest;
 pub mod list;
+pub mod load;
+pub mod opm;
+pub mod output;
 pub mod reload;
 pub mod render;
 pub mod serve;
@@ -42,7 +45,7 @@ pub const EXIT_USAGE: i32 = 2;
 #[derive(Parser, Debug)]
 #[command(
     name = "opreg",
-    version,
+    version = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("OPREG_GIT_COMMIT"), ")"),
     about = "Operator catalog registry: ingest, validate, store and serve OLM catalogs",
     long_about = "opreg reads operator catalogs (file-based catalogs, bundle directories, package-manifest \
 directories, legacy SQLite indexes), validates their upgrade graphs, stores them in SQLite with every \
@@ -91,7 +94,7 @@ pub fn run(argv: Vec<std::ffi::OsString>) -> i32 {
         return health_probe::run_go_style(&argv[1..]);
     }
     if program == "opm" {
-        return serve::run_opm_compat(&argv[1..]);
+        return opm::run_opm_compat(&argv[1..]);
     }
     let cli = match Cli::try_parse_from(argv) {
         Ok(c) => c,
@@ -131,10 +134,14 @@ pub fn init_logging(format: LogFormat, debug: bool) {
         })
     });
     // Colours only on a terminal: a pod's log or a CI log gets plain text.
+    output::set_json(format == LogFormat::Json);
+    // A closed stderr must not turn into a panic (tracing reports its own write errors with
+    // eprintln!, which panics).
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(std::io::stderr().is_terminal())
-        .with_writer(std::io::stderr);
+        .with_writer(std::io::stderr)
+        .log_internal_errors(false);
     let _ = match format {
         LogFormat::Text => builder.try_init(),
         LogFormat::Json => builder.json().try_init(),
@@ -157,9 +164,10 @@ pub fn load_valid(sources: &[PathBuf], progress: bool, quiet: bool) -> Result<Va
     )
 }
 
-/// [`load_valid`], handing each bundle to `sink` as it is read, and naming files unpacked
-/// from `images` by their image
-/// ([`crate::source::load_sources_with`]).
+/// [`load_valid`], handing each bundle to `sink` as it is read and naming files unpacked from
+/// `images` by their image ([`crate::source::load_sources_with`]). An empty catalog is
+/// accepted here; commands that refuse one unless `--allow-empty` use
+/// [`load::load_valid_opts`].
 pub fn load_valid_with(
     sources: &[PathBuf],
     images: &crate::image::Resolved,
@@ -167,39 +175,7 @@ pub fn load_valid_with(
     quiet: bool,
     sink: &mut crate::catalog::BundleSink<'_>,
 ) -> Result<ValidCatalog, i32> {
-    let spinner = progress.then(|| {
-        let pb = indicatif::ProgressBar::new_spinner();
-        pb.set_message("reading sources");
-        pb.enable_steady_tick(std::time::Duration::from_millis(120));
-        pb
-    });
-    let mut warnings = Vec::new();
-    let (cat, mut errors) = crate::source::load_sources_with(sources, &mut warnings, sink);
-    if let Some(pb) = &spinner {
-        pb.set_message("validating");
-    }
-    let result = crate::validate::check(cat, &mut errors, &mut warnings);
-    // Files unpacked from images are named by the image they came from.
-    images.locate(&mut errors);
-    images.locate(&mut warnings);
-    if let Some(pb) = spinner {
-        pb.finish_and_clear();
-    }
-    if !quiet {
-        for w in &warnings {
-            eprintln!("{w}");
-        }
-    }
-    match result {
-        Ok(cat) => Ok(cat),
-        Err(_) => {
-            for e in &errors {
-                eprintln!("{e}");
-            }
-            eprintln!("{} error(s): the catalog is invalid", errors.len());
-            Err(EXIT_FAILURE)
-        }
-    }
+    load::load_valid_opts(sources, images, progress, quiet, true, sink)
 }
 
 /// A digest of SOURCEs' contents: paths, sizes and bytes of every file, plus this opreg's
@@ -238,7 +214,7 @@ pub fn resolve_or_exit(
     quiet: bool,
 ) -> Result<crate::image::Resolved, i32> {
     crate::image::resolve(sources, args, show_progress(quiet)).map_err(|e| {
-        eprintln!("error: {}", crate::image::one_line(&e));
+        output::error(crate::image::one_line(&e));
         EXIT_FAILURE
     })
 }

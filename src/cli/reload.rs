@@ -157,10 +157,10 @@ impl Reloader {
     }
 }
 
-/// The new version did not validate (the message lists every error).
+/// The new version did not validate: every error found.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
-pub struct Invalid(pub String);
+pub struct Invalid(pub crate::diag::Diagnostics);
 
 /// Watches SOURCE: a directory recursively; a file through its parent directory, so that an
 /// editor's replace-by-rename is seen. Events go to `tx` (the reload loop debounces them).

@@ -1,4 +1,6 @@
-//! `opreg render`: write SOURCEs as FBC to stdout.
+//! `opreg render`: write SOURCEs as FBC to stdout. Like `opm render`, it does not refuse an
+//! invalid catalog: authors render a broken tree to fix it in FBC. Every problem validation
+//! finds is printed as a warning; only a file that cannot be read or parsed stops it.
 
 use crate::catalog::fbc::{self, RenderFormat};
 use crate::image::opm::MigrateLevel;
@@ -11,6 +13,10 @@ use std::path::PathBuf;
 /// JSON output is one object per line; YAML output is a `---`-separated stream. A SOURCE may be
 /// an image reference: a catalog or index image is rendered whole, a bundle image as the one
 /// `olm.bundle` that `opm render` writes for it.
+///
+/// The catalog is not required to be valid: every validation problem is printed on stderr as
+/// a warning and the catalog is rendered as read (exit 0). A file that cannot be read or
+/// parsed is an error (exit 1).
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[arg(required = true, value_name = "SOURCE")]
@@ -47,18 +53,12 @@ pub fn run(a: Args) -> i32 {
         {
             j += 1;
         }
-        let cat = match super::load_valid_with(
-            &resolved.paths[i..j],
-            &resolved,
-            false,
-            false,
-            &mut |b, _| resolved.finish_bundle(b),
-        ) {
+        let cat = match load_any(&resolved, i..j) {
             Ok(c) => c,
             Err(code) => return code,
         };
         // Rendering writes what was read; the migration changes only how bundles are written.
-        let mut cat = cat.into_inner();
+        let mut cat = cat;
         crate::image::opm::migrate(&mut cat, a.migrate_level);
         let written = if bundle_image {
             cat.packages
@@ -72,10 +72,52 @@ pub fn run(a: Args) -> i32 {
             if e.kind() == std::io::ErrorKind::BrokenPipe {
                 return super::EXIT_OK;
             }
-            eprintln!("error: writing output: {e}");
+            super::output::error(format_args!("writing output: {e}"));
             return super::EXIT_FAILURE;
         }
         i = j;
     }
     super::EXIT_OK
+}
+
+/// Reads SOURCEs `range` into a catalog whether or not it is valid, printing its problems as
+/// warnings; a file that could not be parsed is an error (the exit code).
+fn load_any(
+    resolved: &crate::image::Resolved,
+    range: std::ops::Range<usize>,
+) -> Result<crate::model::Catalog, i32> {
+    use crate::diag::{Rule, Severity};
+    let c = super::load::load_checked(
+        &resolved.paths[range],
+        resolved,
+        false,
+        true,
+        &mut |b, _| resolved.finish_bundle(b),
+    );
+    let unreadable: Vec<_> = c.errors.iter().filter(|d| d.rule == Rule::Parse).collect();
+    if !unreadable.is_empty() {
+        unreadable.iter().for_each(|d| super::output::diagnostic(d));
+        super::output::status(format_args!(
+            "{} file(s) could not be parsed; nothing rendered",
+            unreadable.len()
+        ));
+        return Err(super::EXIT_FAILURE);
+    }
+    c.warnings.iter().for_each(super::output::diagnostic);
+    for e in &c.errors {
+        super::output::diagnostic(&crate::diag::Diagnostic {
+            severity: Severity::Warning,
+            ..e.clone()
+        });
+    }
+    if !c.errors.is_empty() {
+        super::output::warning(format_args!(
+            "rendered an invalid catalog ({} problem(s) above); `opreg validate` must pass before it can be served",
+            c.errors.len()
+        ));
+    }
+    Ok(match c.result {
+        Ok(valid) => valid.into_inner(),
+        Err(cat) => cat,
+    })
 }

@@ -63,6 +63,13 @@ pub struct Args {
     /// Seconds in-flight calls may run after SIGTERM/SIGINT before the server exits.
     #[arg(long, default_value = "10", value_name = "SECONDS", value_parser = parse_seconds)]
     pub grace_period: Duration,
+    /// Serve a catalog with no packages (refused by default, as a likely mistake).
+    #[arg(long)]
+    pub allow_empty: bool,
+    /// Accepted for compatibility with `opm serve` and ignored, with a warning: opreg has no
+    /// profiling endpoint.
+    #[arg(long, value_name = "ADDR")]
+    pub pprof_addr: Option<String>,
     /// Worker threads answering requests [default: the number of cores available to the
     /// process]. A replica is read-only: scale out with more replicas rather than threads.
     #[arg(long, env = "OPREG_THREADS", value_name = "N",
@@ -143,16 +150,45 @@ fn disable_transparent_huge_pages() {
 }
 
 /// Prints a one-line reason, writes it to the termination log (a warning if that fails), exits 1.
+/// An invalid catalog prints every diagnostic first, as `validate` does.
 fn fatal(termination_log: &Path, e: &anyhow::Error) -> i32 {
-    let line = format!("{e:#}").replace('\n', "; ");
-    eprintln!("error: {line}");
-    if let Err(w) = std::fs::write(termination_log, format!("{line}\n")) {
+    let diagnostics = e
+        .downcast_ref::<crate::diag::Diagnostics>()
+        .or_else(|| e.downcast_ref::<super::reload::Invalid>().map(|i| &i.0));
+    let log = match diagnostics {
+        // One problem is its own one-line reason.
+        Some(crate::diag::Diagnostics(one)) if one.len() == 1 => {
+            super::output::diagnostic(&one[0]);
+            one[0].to_string()
+        }
+        Some(d) => {
+            d.0.iter().for_each(super::output::diagnostic);
+            let line = format!("{} error(s): the catalog is invalid", d.0.len());
+            super::output::error(&line);
+            // The termination log has no other lines to point to: it gets them all, on one line.
+            let all = d.0.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+            let log = format!("{line}: {}", all.join("; "));
+            crate::text::elide(&log, 4000, 200).into_owned()
+        }
+        None => {
+            let line = format!("{e:#}").replace('\n', "; ");
+            super::output::error(&line);
+            line
+        }
+    };
+    if let Err(w) = std::fs::write(termination_log, format!("{log}\n")) {
         tracing::debug!(path = %termination_log.display(), error = %w, "could not write the termination log");
     }
     super::EXIT_FAILURE
 }
 
 async fn run_async(mut a: Args) -> Result<()> {
+    if let Some(addr) = &a.pprof_addr {
+        tracing::warn!(pprof_addr = %addr, "--pprof-addr is ignored: opreg has no profiling endpoint");
+    }
+    if a.source.is_none() {
+        tracing::warn!("no SOURCE given: serving the embedded demo catalog");
+    }
     a.source = effective_source(a.source.take(), a.fallback_demo);
     let enforce = a
         .cache_enforce_integrity
@@ -164,8 +200,16 @@ async fn run_async(mut a: Args) -> Result<()> {
         let dir = a.cache_dir.clone();
         let src = a.source.clone();
         let image = a.image.clone();
+        let allow_empty = a.allow_empty;
         tokio::task::spawn_blocking(move || {
-            prepare(src.as_deref(), dir.as_deref(), enforce, &image, None)
+            prepare(
+                src.as_deref(),
+                dir.as_deref(),
+                enforce,
+                &image,
+                None,
+                allow_empty,
+            )
         })
         .await??;
         tracing::info!("cache is ready");
@@ -197,6 +241,7 @@ async fn run_async(mut a: Args) -> Result<()> {
             .context("cannot create a temporary directory")?,
     );
     let (src, dir, image) = (a.source.clone(), a.cache_dir.clone(), a.image.clone());
+    let allow_empty = a.allow_empty;
     let with_http = http_state.is_some();
     let source_label = src
         .as_ref()
@@ -209,7 +254,14 @@ async fn run_async(mut a: Args) -> Result<()> {
         let (store, content) = if generation == 0 {
             // The start-up build honours --cache-dir; the database lives in `work` otherwise.
             let d = dir.clone().unwrap_or_else(|| work_b.path().join("v0"));
-            let (store, _, content) = prepare(src.as_deref(), Some(&d), enforce, &image, render)?;
+            let (store, _, content) = prepare(
+                src.as_deref(),
+                Some(&d),
+                enforce,
+                &image,
+                render,
+                allow_empty,
+            )?;
             (store, content)
         } else {
             // A reload builds beside the served version, never over it (and never uses the
@@ -217,8 +269,14 @@ async fn run_async(mut a: Args) -> Result<()> {
             let d = tempfile::Builder::new()
                 .prefix(&format!("v{generation}-"))
                 .tempdir_in(work_b.path())?;
-            let (store, _, content) =
-                prepare(src.as_deref(), Some(d.path()), false, &image, render)?;
+            let (store, _, content) = prepare(
+                src.as_deref(),
+                Some(d.path()),
+                false,
+                &image,
+                render,
+                allow_empty,
+            )?;
             (store.keep_alive(d), content)
         };
         let built = content
@@ -315,6 +373,7 @@ fn prepare(
     enforce: bool,
     image: &crate::image::ImageArgs,
     render: Option<(&Path, Option<SystemTime>)>,
+    allow_empty: bool,
 ) -> Result<(Store, Option<TempDirGuard>, Option<Content>)> {
     // With --http-port, the JSONL catalogd serves is written once per built version, from the
     // catalog just validated, or read back from a database that is reused.
@@ -397,11 +456,16 @@ fn prepare(
         for w in warnings {
             tracing::warn!("{w}");
         }
-        valid.map_err(|_| {
-            anyhow::Error::new(super::reload::Invalid(
-                crate::diag::Diagnostics(errors).to_string(),
-            ))
-        })?
+        let invalid = |errors: Vec<crate::diag::Diagnostic>| {
+            anyhow::Error::new(super::reload::Invalid(crate::diag::Diagnostics(errors)))
+        };
+        match valid {
+            Ok(cat) if cat.packages.is_empty() && !allow_empty => {
+                return Err(invalid(vec![super::load::no_packages()]))
+            }
+            Ok(cat) => cat,
+            Err(_) => return Err(invalid(errors)),
+        }
     };
     let builder = crate::store::Builder::create(&db)?;
     if let Some(images) = resolved.catalog_info() {
@@ -418,7 +482,7 @@ fn prepare(
 }
 
 /// A cache built at image build time (by USER 1001, or root) is read at run time by another,
-/// possibly arbitrary, UID: the new database is created 0600, so open it up to 0644 (opm
+/// possibly arbitrary, UID: whatever the umask of the build, open the cache up to 0644 (opm
 /// writes its cache with umask 000 for the same reason).
 fn make_world_readable(db: &Path) {
     #[cfg(unix)]
@@ -439,64 +503,6 @@ fn demo_digest() -> String {
 }
 
 struct TempDirGuard(#[allow(dead_code)] tempfile::TempDir);
-
-/// `opm` compatibility: `opm serve <dir> [--cache-dir] [--cache-only] [--cache-enforce-integrity] [-p] [-t]`.
-pub fn run_opm_compat(args: &[std::ffi::OsString]) -> i32 {
-    use std::ffi::OsString;
-    #[derive(clap::Parser, Debug)]
-    #[command(
-        name = "opm",
-        about = "opreg's opm-compatible entry point: only `opm serve` is available"
-    )]
-    struct Opm {
-        #[command(subcommand)]
-        cmd: OpmCmd,
-    }
-    #[derive(clap::Subcommand, Debug)]
-    #[allow(clippy::large_enum_variant)] // parsed once at start-up
-    enum OpmCmd {
-        /// Serve a file-based catalog (opreg implementation).
-        Serve {
-            #[command(flatten)]
-            args: Args,
-            /// Accepted for compatibility; opreg has no pprof endpoint.
-            #[arg(long, hide = true)]
-            pprof_addr: Option<String>,
-            #[arg(long, hide = true)]
-            pprof_capture_profiles: bool,
-        },
-        #[command(external_subcommand)]
-        Other(Vec<OsString>),
-    }
-    let mut argv = vec![std::ffi::OsString::from("opm")];
-    argv.extend(args.iter().cloned());
-    match <Opm as clap::Parser>::try_parse_from(argv) {
-        Ok(Opm {
-            cmd: OpmCmd::Serve { args, .. },
-        }) => {
-            super::init_logging(super::LogFormat::Text, args.debug);
-            run(args)
-        }
-        Ok(Opm {
-            cmd: OpmCmd::Other(rest),
-        }) => {
-            let name = rest
-                .first()
-                .map(|s| s.to_string_lossy().to_string())
-                .unwrap_or_default();
-            eprintln!("error: `opm {name}` is not available: this image runs opreg, which implements only `opm serve`");
-            super::EXIT_USAGE
-        }
-        Err(e) => {
-            let _ = e.print();
-            if e.use_stderr() {
-                super::EXIT_USAGE
-            } else {
-                super::EXIT_OK
-            }
-        }
-    }
-}
 
 #[cfg(test)]
 mod tests {
@@ -521,8 +527,15 @@ mod tests {
     fn cache_is_readable_by_other_users() {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
-        let (_store, _, _) =
-            prepare(None, Some(dir.path()), false, &Default::default(), None).unwrap();
+        let (_store, _, _) = prepare(
+            None,
+            Some(dir.path()),
+            false,
+            &Default::default(),
+            None,
+            false,
+        )
+        .unwrap();
         let mode = std::fs::metadata(dir.path().join(CACHE_DB))
             .unwrap()
             .permissions()

@@ -96,18 +96,16 @@ pub fn run(a: Args) -> i32 {
     };
     let result = if a.demo {
         match crate::demo::catalog() {
-            Ok(cat) => resolve::resolve(&*cat, &req).map_err(Into::into),
+            Ok(cat) => resolve_noting_channels(&*cat, &req).map_err(Into::into),
             Err(d) => {
-                eprintln!("{d}");
+                d.0.iter().for_each(super::output::diagnostic);
                 return super::EXIT_FAILURE;
             }
         }
     } else if let [db] = resolved.paths.as_slice() {
         if crate::store::is_opreg_db(db) {
             match crate::store::Store::open(db) {
-                Ok(store) => {
-                    resolve::resolve(&store as &dyn UpgradeGraph, &req).map_err(Into::into)
-                }
+                Ok(store) => resolve_noting_channels(&store, &req).map_err(Into::into),
                 Err(e) => return fail(&e),
             }
         } else {
@@ -121,15 +119,18 @@ pub fn run(a: Args) -> i32 {
         Err(ResolveOrExit::Exit(code)) => return code,
         Err(ResolveOrExit::Error(e)) => return fail(&e),
     };
-    if a.output == "json" {
+    let printed = if a.output == "json" {
         match serde_json::to_string_pretty(&res) {
-            Ok(s) => println!("{s}"),
+            Ok(s) => super::output::out(&(s + "\n")),
             Err(e) => return fail(&e),
         }
     } else {
-        print!("{}", text(&res));
+        super::output::out(&text(&res))
+    };
+    match printed {
+        Ok(()) => super::EXIT_OK,
+        Err(e) => fail(&format_args!("writing output: {e}")),
     }
-    super::EXIT_OK
 }
 
 enum ResolveOrExit {
@@ -151,11 +152,44 @@ fn from_sources(
         resolved.finish_bundle(b)
     })
     .map_err(ResolveOrExit::Exit)?;
-    Ok(resolve::resolve(&*cat, req)?)
+    Ok(resolve_noting_channels(&*cat, req)?)
+}
+
+/// [`resolve::resolve`], then, under classic rules, a warning when the installed bundle is not
+/// in the channel resolved in: which channels hold it, and the `--channel` to try.
+fn resolve_noting_channels(
+    g: &dyn UpgradeGraph,
+    req: &resolve::Request,
+) -> Result<Resolution, resolve::ResolveError> {
+    let res = resolve::resolve(g, req)?;
+    if req.semantics != resolve::Semantics::Classic || !res.installed.in_catalog {
+        return Ok(res);
+    }
+    let Some(facts) = g.package_facts(&req.package)? else {
+        return Ok(res);
+    };
+    let channel = req.channels.first().unwrap_or(&facts.default_channel);
+    if let Some(b) = facts.bundles.get(&res.installed.name) {
+        if !b.channels.contains(channel) && !b.channels.is_empty() {
+            let holders: Vec<String> = b.channels.iter().map(|c| format!("{c:?}")).collect();
+            let what = if req.channels.is_empty() {
+                format!("the default channel {channel:?}")
+            } else {
+                format!("channel {channel:?}")
+            };
+            super::output::warning(format_args!(
+                "{} is not in {what}, so classic OLM finds no upgrade there; it is in {}: try --channel {}",
+                res.installed.name,
+                holders.join(", "),
+                b.channels.first().map(String::as_str).unwrap_or_default()
+            ));
+        }
+    }
+    Ok(res)
 }
 
 fn fail(e: &dyn std::fmt::Display) -> i32 {
-    eprintln!("error: {e}");
+    super::output::error(e);
     super::EXIT_FAILURE
 }
 

@@ -1,10 +1,20 @@
-//! `opreg validate`: the ingest checks, writing nothing.
+//! `opreg validate`: the ingest checks, writing nothing; the diagnostics as text on stderr or
+//! as a JSON or YAML document on stdout (for CI).
 
+use crate::diag::{Diagnostic, Severity};
+use clap::ValueEnum;
+use serde::Serialize;
 use std::path::PathBuf;
 
 /// Check SOURCEs against the catalog rules and report every problem. Writes nothing.
 ///
-/// Exit codes: 0 valid (warnings may be printed), 1 invalid, 2 usage error.
+/// With -o json or -o yaml the report is one document on stdout: `valid`, the `packages`,
+/// `bundles` and `entries` counted (when valid), and `diagnostics`, each with `severity`
+/// (error or warning), `rule` (the stable id), `file`, `document`, `package`, `channel`,
+/// `bundle` (null when not applicable) and `message`.
+///
+/// Exit codes: 0 valid (warnings may be printed), 1 invalid (or any warning, with
+/// --warnings-as-errors), 2 usage error.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[arg(required = true, value_name = "SOURCE")]
@@ -15,8 +25,65 @@ pub struct Args {
     /// Print only errors.
     #[arg(short, long)]
     pub quiet: bool,
+    /// Report format: text lines on stderr, or one JSON or YAML document on stdout.
+    #[arg(short = 'o', long, value_enum, default_value_t = Format::Text)]
+    pub output: Format,
+    /// Fail (exit 1) when there is any warning.
+    #[arg(long)]
+    pub warnings_as_errors: bool,
+    /// Accept a catalog with no packages (refused by default, as a likely mistake).
+    #[arg(long)]
+    pub allow_empty: bool,
     #[command(flatten)]
     pub image: crate::image::ImageArgs,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    Text,
+    Json,
+    Yaml,
+}
+
+/// The machine-readable report.
+#[derive(Serialize)]
+struct Report<'a> {
+    valid: bool,
+    packages: Option<usize>,
+    bundles: Option<usize>,
+    entries: Option<usize>,
+    diagnostics: Vec<Record<'a>>,
+}
+
+/// One diagnostic, field by field.
+#[derive(Serialize)]
+struct Record<'a> {
+    severity: &'static str,
+    rule: &'static str,
+    file: Option<&'a str>,
+    document: Option<usize>,
+    package: Option<&'a str>,
+    channel: Option<&'a str>,
+    bundle: Option<&'a str>,
+    message: &'a str,
+}
+
+impl<'a> From<&'a Diagnostic> for Record<'a> {
+    fn from(d: &'a Diagnostic) -> Self {
+        Record {
+            severity: match d.severity {
+                Severity::Error => "error",
+                Severity::Warning => "warning",
+            },
+            rule: d.rule.id(),
+            file: d.origin.as_ref().map(|o| o.file.as_str()),
+            document: d.origin.as_ref().and_then(|o| o.doc),
+            package: d.package.as_deref(),
+            channel: d.channel.as_deref(),
+            bundle: d.bundle.as_deref(),
+            message: &d.message,
+        }
+    }
 }
 
 pub fn run(a: Args) -> i32 {
@@ -24,30 +91,75 @@ pub fn run(a: Args) -> i32 {
         Ok(r) => r,
         Err(code) => return code,
     };
-    let progress = super::show_progress(a.quiet);
-    match super::load_valid_with(
+    let text = a.output == Format::Text;
+    let progress = text && super::show_progress(a.quiet);
+    let mut c = super::load::load_checked(
         &resolved.paths,
         &resolved,
         progress,
-        a.quiet,
+        a.allow_empty,
         &mut |b, _| resolved.finish_bundle(b),
-    ) {
-        Ok(cat) => {
-            if a.upgrades && !a.quiet {
-                for w in crate::validate::upgrade_lint::lint(&cat) {
-                    eprintln!("{w}");
+    );
+    if let (Ok(cat), true) = (&c.result, a.upgrades) {
+        c.warnings.extend(crate::validate::upgrade_lint::lint(cat));
+    }
+    let valid = c.result.is_ok() && (c.warnings.is_empty() || !a.warnings_as_errors);
+    let counts = c
+        .result
+        .as_ref()
+        .ok()
+        .map(|cat| (cat.packages.len(), cat.bundle_count(), cat.entry_count()));
+    if text {
+        if !a.quiet || a.warnings_as_errors {
+            c.warnings.iter().for_each(super::output::diagnostic);
+        }
+        c.errors.iter().for_each(super::output::diagnostic);
+        match counts {
+            Some((p, b, e)) if valid => {
+                if !a.quiet {
+                    super::output::status(format_args!(
+                        "valid: {p} packages, {b} bundles, {e} channel entries"
+                    ));
                 }
             }
-            if !a.quiet {
-                eprintln!(
-                    "valid: {} packages, {} bundles, {} channel entries",
-                    cat.packages.len(),
-                    cat.bundle_count(),
-                    cat.entry_count()
-                );
-            }
-            super::EXIT_OK
+            Some(_) => super::output::status(format_args!(
+                "{} warning(s), refused by --warnings-as-errors",
+                c.warnings.len()
+            )),
+            None => super::output::status(format_args!(
+                "{} error(s): the catalog is invalid",
+                c.errors.len()
+            )),
         }
-        Err(code) => code,
+    } else {
+        let report = Report {
+            valid,
+            packages: counts.map(|c| c.0),
+            bundles: counts.map(|c| c.1),
+            entries: counts.map(|c| c.2),
+            diagnostics: c
+                .errors
+                .iter()
+                .chain(&c.warnings)
+                .map(Record::from)
+                .collect(),
+        };
+        let doc = if a.output == Format::Json {
+            serde_json::to_string_pretty(&report)
+                .map(|s| s + "\n")
+                .map_err(|e| e.to_string())
+        } else {
+            yaml_serde::to_string(&report).map_err(|e| e.to_string())
+        };
+        let written = doc.and_then(|d| super::output::out(&d).map_err(|e| e.to_string()));
+        if let Err(e) = written {
+            super::output::error(format_args!("writing the report: {e}"));
+            return super::EXIT_FAILURE;
+        }
+    }
+    if valid {
+        super::EXIT_OK
+    } else {
+        super::EXIT_FAILURE
     }
 }

@@ -46,15 +46,40 @@ pub struct Builder {
     added: std::collections::HashSet<(String, String)>,
 }
 
+/// Fails at once when `output` cannot take a database: it is a directory, or its directory
+/// does not exist. Called before any work, so a long ingest never ends on that error.
+pub fn check_output(output: &Path) -> Result<()> {
+    if output.is_dir() {
+        bail!(
+            "cannot write the database to {}: it is a directory; name a file, such as {}",
+            output.display(),
+            output.join("catalog.db").display()
+        );
+    }
+    match output.parent() {
+        Some(d) if !d.as_os_str().is_empty() && !d.is_dir() => bail!(
+            "cannot write the database to {}: directory {} does not exist",
+            output.display(),
+            d.display()
+        ),
+        _ => Ok(()),
+    }
+}
+
 impl Builder {
     pub fn create(output: &Path) -> Result<Builder> {
+        check_output(output)?;
         let dir = match output.parent() {
             Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
             _ => PathBuf::from("."),
         };
-        let tmp = tempfile::Builder::new()
-            .prefix(".opreg-ingest-")
-            .suffix(".db.tmp")
+        let mut tb = tempfile::Builder::new();
+        tb.prefix(".opreg-ingest-").suffix(".db.tmp");
+        // A database is created like any file (0666 less the umask: 0644 under 022), not with
+        // tempfile's private 0600, so that another user's `opreg serve` can read it.
+        #[cfg(unix)]
+        tb.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
+        let tmp = tb
             .tempfile_in(&dir)
             .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
         // Held until the builder is gone: marks the file as belonging to a live ingest
@@ -130,6 +155,10 @@ impl Builder {
             conn.execute_batch("DELETE FROM sqlite_stat4;")?;
         }
         conn.close().map_err(|(_, e)| e)?;
+        // Replacing a database keeps its mode, as rewriting a file in place would.
+        if let Ok(old) = std::fs::metadata(&output) {
+            let _ = tmp.as_file().set_permissions(old.permissions());
+        }
         tmp.as_file().sync_all()?;
         tmp.persist(&output).with_context(|| {
             format!(

@@ -22,7 +22,7 @@ mod build;
 mod list;
 mod load;
 
-pub use build::{write_catalog, Builder};
+pub use build::{check_output, write_catalog, Builder};
 pub mod query;
 pub mod upgrade_query;
 

@@ -40,6 +40,12 @@ impl Store {
 }
 
 impl UpgradeGraph for Store {
+    fn package_names(&self) -> Result<Vec<String>> {
+        let c = self.conn()?;
+        let mut st = c.prepare_cached("SELECT name FROM package ORDER BY name")?;
+        let names = st.query_map([], |r| r.get(0))?;
+        Ok(names.collect::<Result<_, _>>()?)
+    }
     fn package_facts(&self, package: &str) -> Result<Option<PackageFacts>> {
         let c = self.conn()?;
         let Some(default_channel) = c

@@ -9,6 +9,7 @@
 
 mod help;
 pub mod properties;
+mod schemas;
 pub mod upgrade_lint;
 
 use crate::diag::{Diagnostic, Rule};
@@ -92,6 +93,7 @@ pub fn validate(cat: &Catalog) -> Vec<Diagnostic> {
             );
         }
     }
+    schemas::unknown_schemas(cat, &mut out);
     out
 }
 

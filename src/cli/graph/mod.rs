@@ -92,16 +92,21 @@ pub fn run(a: Args) -> i32 {
     match draw(&cat, &a.package, a.format, &opts) {
         Ok(text) => {
             if a.format == Format::Mermaid && text.chars().count() > MERMAID_LIMIT {
-                eprintln!(
-                    "warning: the Mermaid text is {} characters, above GitHub's {MERMAID_LIMIT}-character limit for a diagram; narrow it with --channel or --since, or use -f dot",
+                super::output::warning(format_args!(
+                    "the Mermaid text is {} characters, above GitHub's {MERMAID_LIMIT}-character limit for a diagram; narrow it with --channel or --since, or use -f dot",
                     text.chars().count()
-                );
+                ));
             }
-            print!("{text}");
-            super::EXIT_OK
+            match super::output::out(&text) {
+                Ok(()) => super::EXIT_OK,
+                Err(e) => {
+                    super::output::error(format_args!("writing output: {e}"));
+                    super::EXIT_FAILURE
+                }
+            }
         }
         Err(e) => {
-            eprintln!("error: {e}");
+            super::output::error(e);
             super::EXIT_FAILURE
         }
     }
@@ -181,13 +186,20 @@ pub fn draw(
                 .map_err(|e| format!("--since {v:?} is not a version: {e}"))
         })
         .transpose()?;
-    let pkg = cat
-        .packages
-        .get(package)
-        .ok_or_else(|| format!("no package {package:?} in the catalog"))?;
+    let pkg = cat.packages.get(package).ok_or_else(|| {
+        let near = crate::text::nearest(package, cat.packages.keys().map(String::as_str), 3);
+        format!(
+            "no package {package:?} in the catalog{}",
+            crate::text::did_you_mean(&near)
+        )
+    })?;
     if let Some(c) = channel {
         if !pkg.channels.contains_key(c) {
-            return Err(format!("package {package:?} has no channel {c:?}"));
+            let near = crate::text::nearest(c, pkg.channels.keys().map(String::as_str), 3);
+            return Err(format!(
+                "package {package:?} has no channel {c:?}{}",
+                crate::text::did_you_mean(&near)
+            ));
         }
     }
     let paths = match from {
@@ -238,20 +250,22 @@ fn resolve_paths(
     );
     match (classic, v1) {
         (Err(c), Err(v)) => Err(if c.to_string() == v.to_string() {
-            format!("--from {from:?}: {c}")
+            c.to_string()
         } else {
-            format!("--from {from:?}: classic: {c}; v1: {v}")
+            format!("classic: {c}; v1: {v}")
         }),
         (c, v) => {
             if let Err(e) = &c {
-                eprintln!("warning: no classic path from {from:?}: {e}");
+                super::output::warning(format_args!("no classic path from {from:?}: {e}"));
             }
             if let Err(e) = &v {
-                eprintln!("warning: no OLM v1 path from {from:?}: {e}");
+                super::output::warning(format_args!("no OLM v1 path from {from:?}: {e}"));
             }
             for (name, r) in [("classic", &c), ("OLM v1", &v)] {
                 if let Ok(Resolution { error: Some(e), .. }) = r {
-                    eprintln!("note: {name} path ends with an error: {e}");
+                    super::output::status(format_args!(
+                        "note: {name} path ends with an error: {e}"
+                    ));
                 }
             }
             Ok((c.ok(), v.ok()))

@@ -112,11 +112,16 @@ pub trait UpgradeGraph {
         channel: &str,
         installed: &Installed,
     ) -> anyhow::Result<Vec<(String, EdgeKind)>>;
+    /// Every package name, to suggest the nearest when one is not found.
+    fn package_names(&self) -> anyhow::Result<Vec<String>>;
 }
 
 impl UpgradeGraph for Catalog {
     fn package_facts(&self, package: &str) -> anyhow::Result<Option<PackageFacts>> {
         Ok(self.packages.get(package).map(PackageFacts::of))
+    }
+    fn package_names(&self) -> anyhow::Result<Vec<String>> {
+        Ok(self.packages.keys().cloned().collect())
     }
     fn classic_chain(&self, package: &str, channel: &str) -> anyhow::Result<Vec<String>> {
         Ok(self

@@ -185,9 +185,18 @@ pub struct Resolution {
 
 /// Resolves `req` over `g`: hop after hop until no further upgrade exists.
 pub fn resolve(g: &dyn UpgradeGraph, req: &Request) -> Result<Resolution, ResolveError> {
-    let facts = g
-        .package_facts(&req.package)?
-        .ok_or_else(|| ResolveError::NotFound(format!("no package {:?}", req.package)))?;
+    let facts = g.package_facts(&req.package)?.map_or_else(
+        || {
+            let names = g.package_names()?;
+            let near = crate::text::nearest(&req.package, names.iter().map(String::as_str), 3);
+            Err(ResolveError::NotFound(format!(
+                "no package {:?}{}",
+                req.package,
+                crate::text::did_you_mean(&near)
+            )))
+        },
+        Ok,
+    )?;
     let range = match &req.version_range {
         Some(r) if req.semantics == Semantics::Classic => {
             return Err(invalid(format!(
@@ -222,9 +231,11 @@ pub fn resolve(g: &dyn UpgradeGraph, req: &Request) -> Result<Resolution, Resolv
             .unwrap_or(&facts.default_channel)
             .clone();
         if !facts.channels.contains(&ch) {
+            let near = crate::text::nearest(&ch, facts.channels.iter().map(String::as_str), 3);
             return Err(ResolveError::NotFound(format!(
-                "package {:?} has no channel {ch:?}",
-                facts.name
+                "package {:?} has no channel {ch:?}{}",
+                facts.name,
+                crate::text::did_you_mean(&near)
             )));
         }
         ch
@@ -349,11 +360,19 @@ fn parse_from(facts: &PackageFacts, from: &str) -> Result<Installed, ResolveErro
     };
     match hits.as_slice() {
         [b] => of_bundle(b),
-        [] => Err(ResolveError::NotFound(format!(
-            "{from:?} is neither a bundle nor a version of package {:?}; for an installed \
-             bundle that is not in the catalog write name@version",
-            facts.name
-        ))),
+        [] => {
+            let known = facts
+                .bundles
+                .values()
+                .flat_map(|b| [b.name.as_str(), b.version_text.as_str()]);
+            let near = crate::text::nearest(from, known, 3);
+            Err(ResolveError::NotFound(format!(
+                "{from:?} is neither a bundle nor a version of package {:?}{}; for an installed \
+                 bundle that is not in the catalog write name@version",
+                facts.name,
+                crate::text::did_you_mean(&near)
+            )))
+        }
         many => Err(invalid(format!(
             "{from:?} is the version of several bundles ({}); name one",
             many.iter()
