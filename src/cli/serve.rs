@@ -159,14 +159,14 @@ fn fatal(termination_log: &Path, e: &anyhow::Error) -> i32 {
         // One problem is its own one-line reason.
         Some(crate::diag::Diagnostics(one)) if one.len() == 1 => {
             super::output::diagnostic(&one[0]);
-            one[0].to_string()
+            one_line(&one[0])
         }
         Some(d) => {
             d.0.iter().for_each(super::output::diagnostic);
             let line = format!("{} error(s): the catalog is invalid", d.0.len());
             super::output::error(&line);
             // The termination log has no other lines to point to: it gets them all, on one line.
-            let all = d.0.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+            let all = d.0.iter().map(one_line).collect::<Vec<_>>();
             let log = format!("{line}: {}", all.join("; "));
             crate::text::elide(&log, 4000, 200).into_owned()
         }
@@ -180,6 +180,15 @@ fn fatal(termination_log: &Path, e: &anyhow::Error) -> i32 {
         tracing::debug!(path = %termination_log.display(), error = %w, "could not write the termination log");
     }
     super::EXIT_FAILURE
+}
+
+/// A diagnostic on one line (its `help:` line, if any, joined to it), for the termination log.
+fn one_line(d: &crate::diag::Diagnostic) -> String {
+    d.to_string()
+        .lines()
+        .map(str::trim)
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 async fn run_async(mut a: Args) -> Result<()> {
