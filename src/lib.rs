@@ -13,7 +13,7 @@
 //! * Leaves: [`text`] (Go `%q` quoting, eliding long strings), [`json`] (canonical JSON, Go's
 //!   escaping), [`yaml`] (YAML 1.1 guards), [`version`] (the blang and Masterminds version
 //!   grammars), [`release`] (bundle release versions: format, normalized name, order),
-//!   [`imageref`] (the docker image reference grammar), [`sqlite`] (the one read-only open
+//!   [`imageref`] (the docker image reference grammar), [`names`] (the DNS-1123 name rules), [`sqlite`] (the one read-only open
 //!   and header check).
 //! * [`model`]: the catalog as plain data: packages → channels → entries, bundles with
 //!   properties. No I/O, no rules.
@@ -79,6 +79,7 @@ pub mod inventory;
 pub mod json;
 pub mod metrics;
 pub mod model;
+pub mod names;
 pub mod release;
 pub mod server;
 pub mod source;

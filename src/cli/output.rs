@@ -64,25 +64,23 @@ pub fn diagnostic(d: &Diagnostic) {
     let document = d.origin.as_ref().and_then(|o| o.doc);
     let (p, c, b) = (&d.package, &d.channel, &d.bundle);
     let msg = crate::text::elide(&d.message, 4096, 512);
+    macro_rules! event {
+        ($level:expr) => {
+            tracing::event!(
+                $level,
+                rule = d.rule.id(),
+                file,
+                document,
+                package = p.as_deref(),
+                channel = c.as_deref(),
+                bundle = b.as_deref(),
+                "{msg}"
+            )
+        };
+    }
     match d.severity {
-        Severity::Error => tracing::error!(
-            rule = d.rule.id(),
-            file,
-            document,
-            package = p.as_deref(),
-            channel = c.as_deref(),
-            bundle = b.as_deref(),
-            "{msg}"
-        ),
-        Severity::Warning => tracing::warn!(
-            rule = d.rule.id(),
-            file,
-            document,
-            package = p.as_deref(),
-            channel = c.as_deref(),
-            bundle = b.as_deref(),
-            "{msg}"
-        ),
+        Severity::Error => event!(tracing::Level::ERROR),
+        Severity::Warning => event!(tracing::Level::WARN),
     }
 }
 

@@ -25,27 +25,7 @@ pub enum Endpoint {
     Metas,
 }
 
-const SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
-
-/// Kubernetes' `IsDNS1123Subdomain` messages (empty when valid).
-pub fn dns1123_subdomain_errors(s: &str) -> Vec<&'static str> {
-    let mut errs = Vec::new();
-    if s.len() > 253 {
-        errs.push("must be no more than 253 characters");
-    }
-    let label = |l: &str| {
-        let b = l.as_bytes();
-        !b.is_empty()
-            && b.iter()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
-            && b[0] != b'-'
-            && b[b.len() - 1] != b'-'
-    };
-    if !s.split('.').all(label) {
-        errs.push(SUBDOMAIN_MSG);
-    }
-    errs
-}
+pub use crate::names::dns1123_subdomain_errors;
 
 pub async fn handle(
     state: Arc<HttpState>,

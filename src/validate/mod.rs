@@ -120,40 +120,7 @@ fn custom_meta_key(schema: &str, package: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// The messages of Kubernetes' `IsDNS1123Label`, which upstream prints as a list.
-pub fn dns1123_label_errors(s: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    if s.len() > 63 {
-        errs.push("must be no more than 63 characters".to_string());
-    }
-    let label = |l: &str| {
-        let b = l.as_bytes();
-        !b.is_empty()
-            && b.iter()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
-            && b[0] != b'-'
-            && b[b.len() - 1] != b'-'
-    };
-    if !label(s) {
-        if s.split('.').all(label) {
-            errs.push("must not contain dots".to_string());
-        } else {
-            errs.push("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')".to_string());
-        }
-    }
-    errs
-}
-
-/// DNS-1123 label: lowercase alphanumerics and '-', alphanumeric at both ends, at most 63 chars.
-pub fn is_dns1123_label(s: &str) -> bool {
-    let b = s.as_bytes();
-    !b.is_empty()
-        && b.len() <= 63
-        && b.iter()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
-        && b[0] != b'-'
-        && b[b.len() - 1] != b'-'
-}
+pub use crate::names::{dns1123_label_errors, is_dns1123_label};
 
 fn validate_package(pkg: &Package, out: &mut Vec<Diagnostic>) {
     let p = pkg.name.as_str();
