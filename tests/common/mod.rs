@@ -52,25 +52,28 @@ pub fn opreg(args: &[&str]) -> (i32, String, String) {
     )
 }
 
-/// A running `opreg serve`, killed on drop.
+/// A running `opreg serve`, killed on drop. Its stderr goes to a file, never to a pipe: the
+/// server logs a line per call, and an unread pipe would fill and stall it.
 pub struct Server {
     pub child: Child,
     pub port: u16,
+    log: tempfile::NamedTempFile,
 }
 
 impl Server {
     /// Starts `opreg serve ARGS -p <free port>` and waits until health says SERVING.
     pub fn start(args: &[&str]) -> Server {
         let port = free_port();
+        let log = tempfile::NamedTempFile::new().expect("server log file");
         let child = Command::new(bin())
             .arg("serve")
             .args(args)
             .args(["-p", &port.to_string(), "-t", "/dev/null"])
             .stdout(Stdio::null())
-            .stderr(Stdio::piped())
+            .stderr(log.reopen().expect("server log file"))
             .spawn()
             .expect("spawn opreg serve");
-        let mut s = Server { child, port };
+        let mut s = Server { child, port, log };
         s.wait_serving(Duration::from_secs(60));
         s
     }
@@ -82,13 +85,10 @@ impl Server {
     pub fn wait_serving(&mut self, limit: Duration) {
         let addr = self.addr();
         let child = &mut self.child;
+        let log = self.log.path().to_path_buf();
         wait_serving(&addr, limit, || {
             let status = child.try_wait().ok().flatten()?;
-            let mut err = String::new();
-            if let Some(mut e) = child.stderr.take() {
-                use std::io::Read;
-                let _ = e.read_to_string(&mut err);
-            }
+            let err = std::fs::read_to_string(&log).unwrap_or_default();
             Some(format!("{status}:\n{err}"))
         });
     }
@@ -97,6 +97,11 @@ impl Server {
         &self,
     ) -> opreg::api::registry_client::RegistryClient<tonic::transport::Channel> {
         registry_client(&self.addr()).await
+    }
+
+    /// What the server has written to stderr so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.log.path()).unwrap_or_default()
     }
 
     /// Sends SIGTERM and waits for the exit code.
