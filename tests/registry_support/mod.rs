@@ -85,24 +85,16 @@ impl Registry {
             need("openssl", "openssl");
             need("htpasswd", "apache2-utils");
             let (cert, key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
-            let st = Command::new("openssl")
-                .args([
-                    "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
-                ])
-                .args([
+            self_signed(
+                &key,
+                &cert,
+                &[
                     "-subj",
                     "/CN=127.0.0.1",
                     "-addext",
                     "subjectAltName=IP:127.0.0.1",
-                ])
-                .arg("-keyout")
-                .arg(&key)
-                .arg("-out")
-                .arg(&cert)
-                .stderr(Stdio::null())
-                .status()
-                .unwrap();
-            assert!(st.success(), "openssl failed");
+                ],
+            );
             let out = Command::new("htpasswd")
                 .args(["-Bbn", USER, PASSWORD])
                 .output()
@@ -552,4 +544,22 @@ pub fn bundle_labels(package: &str, channels: &str, default: &str) -> Vec<(Strin
         (format!("{p}.channels.v1"), channels.into()),
         (format!("{p}.channel.default.v1"), default.into()),
     ]
+}
+
+/// A self-signed certificate and its key, made with `openssl req` (`args` add the subject and
+/// any extensions).
+pub fn self_signed(key: &std::path::Path, cert: &std::path::Path, args: &[&str]) {
+    let st = Command::new("openssl")
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+        ])
+        .args(args)
+        .arg("-keyout")
+        .arg(key)
+        .arg("-out")
+        .arg(cert)
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success(), "openssl failed");
 }

@@ -26,19 +26,7 @@ fn b64url(b: &[u8]) -> String {
 impl TokenServer {
     pub fn start(dir: &Path) -> TokenServer {
         let (cert, key) = (dir.join("token-cert.pem"), dir.join("token-key.pem"));
-        let st = Command::new("openssl")
-            .args([
-                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
-            ])
-            .args(["-subj", "/CN=opreg-test-token-issuer"])
-            .arg("-keyout")
-            .arg(&key)
-            .arg("-out")
-            .arg(&cert)
-            .stderr(Stdio::null())
-            .status()
-            .unwrap();
-        assert!(st.success(), "openssl failed");
+        super::self_signed(&key, &cert, &["-subj", "/CN=opreg-test-token-issuer"]);
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let server = TokenServer {
