@@ -677,3 +677,50 @@ properties:\n  - type: olm.package\n    value: {packageName: rel, version: 1.0.0
         assert_eq!(v["version"], "1.0.0");
     });
 }
+
+/// The container runs with a read-only root file system: a cache built beforehand with
+/// `--cache-only`, no writable TMPDIR. Serving it must not need a temporary directory
+/// (container-smoke caught a server that made one on start-up and exited).
+#[test]
+fn serve_with_a_prebuilt_cache_needs_no_writable_tmpdir() {
+    let (_t, dir) = catalog(&[("index.yaml", VALID)]);
+    let cache = tempfile::tempdir().unwrap();
+    let c = cache.path().join("cache");
+    let (code, _, err) = opreg(&["serve", s(&dir), "--cache-dir", s(&c), "--cache-only"]);
+    assert_eq!(code, 0, "{err}");
+    let port = free_port();
+    let mut child = Command::new(bin())
+        .args([
+            "serve",
+            s(&dir),
+            "--cache-dir",
+            s(&c),
+            "-p",
+            &port.to_string(),
+        ])
+        .args(["-t", "/dev/null"])
+        .env("TMPDIR", "/nonexistent-tmpdir")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_serving(
+        &format!("http://127.0.0.1:{port}"),
+        Duration::from_secs(60),
+        || child.try_wait().ok().flatten().map(|s| s.to_string()),
+    );
+    unsafe_kill(child.id() as i32, 15);
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+    // Without a cache directory the server says where it needs to write.
+    let (code, _, err) = {
+        let out = Command::new(bin())
+            .args(["serve", s(&dir), "-p", "0", "-t", "/dev/null"])
+            .env("TMPDIR", "/nonexistent-tmpdir")
+            .output()
+            .unwrap();
+        let e = String::from_utf8_lossy(&out.stderr).to_string();
+        (out.status.code(), (), e)
+    };
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("--cache-dir"), "{err}");
+}

@@ -241,14 +241,11 @@ async fn run_async(mut a: Args) -> Result<()> {
         listener.local_addr()?,
         http_listener.as_ref().map(|l| l.local_addr()).transpose()?,
     );
-    // The server's working directory: the database when there is no --cache-dir, every
-    // reload's database, the JSONL files. Removed when serve returns.
-    let work = Arc::new(
-        tempfile::Builder::new()
-            .prefix("opreg-serve-")
-            .tempdir()
-            .context("cannot create a temporary directory")?,
-    );
+    // The server's working directory (the database when there is no --cache-dir, every
+    // reload's database, the JSONL files), made on first use: a server given a --cache-dir on
+    // a read-only root file system, with no HTTP listener, never needs it. Removed when serve
+    // returns.
+    let work = Arc::new(WorkDir::default());
     let (src, dir, image) = (a.source.clone(), a.cache_dir.clone(), a.image.clone());
     let allow_empty = a.allow_empty;
     let with_http = http_state.is_some();
@@ -258,11 +255,17 @@ async fn run_async(mut a: Args) -> Result<()> {
         .unwrap_or_else(|| "demo".to_string());
     let work_b = work.clone();
     let build: Arc<super::reload::BuildFn> = Arc::new(move |generation, prev| {
-        let jsonl = work_b.path().join(format!("catalog-{generation}.jsonl"));
-        let render = with_http.then_some((jsonl.as_path(), prev));
+        let jsonl = match with_http {
+            true => Some(work_b.path()?.join(format!("catalog-{generation}.jsonl"))),
+            false => None,
+        };
+        let render = jsonl.as_deref().map(|j| (j, prev));
         let (store, content) = if generation == 0 {
             // The start-up build honours --cache-dir; the database lives in `work` otherwise.
-            let d = dir.clone().unwrap_or_else(|| work_b.path().join("v0"));
+            let d = match &dir {
+                Some(d) => d.clone(),
+                None => work_b.path()?.join("v0"),
+            };
             let (store, _, content) = prepare(
                 src.as_deref(),
                 Some(&d),
@@ -277,7 +280,7 @@ async fn run_async(mut a: Args) -> Result<()> {
             // cache): the directory goes when the last call reading this version ends.
             let d = tempfile::Builder::new()
                 .prefix(&format!("v{generation}-"))
-                .tempdir_in(work_b.path())?;
+                .tempdir_in(work_b.path()?)?;
             let (store, _, content) = prepare(
                 src.as_deref(),
                 Some(d.path()),
@@ -339,6 +342,24 @@ async fn run_async(mut a: Args) -> Result<()> {
     tokio::select! {
         res = served => { drop(work); res }
         _ = reloads => unreachable!("the reload loop never ends"),
+    }
+}
+
+/// A private temporary directory, created the first time a path in it is asked for.
+#[derive(Default)]
+struct WorkDir(std::sync::OnceLock<tempfile::TempDir>);
+
+impl WorkDir {
+    fn path(&self) -> anyhow::Result<&Path> {
+        if let Some(t) = self.0.get() {
+            return Ok(t.path());
+        }
+        let t = tempfile::Builder::new()
+            .prefix("opreg-serve-")
+            .tempdir()
+            .context("cannot create a temporary directory; give a writable --cache-dir, or a writable TMPDIR")?;
+        // Two builds never run at once, so a lost race only drops an empty directory.
+        Ok(self.0.get_or_init(|| t).path())
     }
 }
 
