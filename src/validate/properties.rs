@@ -13,8 +13,6 @@
 //! first error in key order (keys are sorted, as in the canonical blob upstream decodes) wins;
 //! `[]byte` fields hold standard base64, where CR and LF are skipped and padding is required.
 
-use serde_json::Value;
-
 /// The shape of a Go type, with the name `reflect` prints for it.
 #[derive(Clone, Copy)]
 enum Ty {
@@ -253,87 +251,175 @@ pub fn check(ty: &str, value: &str) -> Result<(), String> {
             .map(|_| ())
             .map_err(|e| e.to_string());
     };
-    let v: Value = serde_json::from_str(value).map_err(|e| e.to_string())?;
+    // Checked while parsing, with no value tree built: the blob is canonical (keys sorted),
+    // so the first error met is the first in key order, as in Go.
     let mut ctx = Ctx::default();
-    decode(&v, Ty::Struct(schema), &mut ctx)
+    let mut de = serde_json::Deserializer::from_str(value);
+    let res = serde::de::DeserializeSeed::deserialize(
+        Check {
+            ty: Ty::Struct(schema),
+            ctx: &mut ctx,
+        },
+        &mut de,
+    )
+    .and_then(|()| de.end());
+    match (res, ctx.error) {
+        (_, Some(go)) => Err(go),
+        (Err(e), None) => Err(e.to_string()),
+        (Ok(()), None) => Ok(()),
+    }
 }
 
-/// Go's error context: the innermost struct being filled and the JSON field path to the value.
+/// Go's error context: the innermost struct being filled, the JSON field path to the value,
+/// and the first type error met.
 #[derive(Default)]
 struct Ctx {
     strukt: Option<&'static str>,
     path: Vec<&'static str>,
+    error: Option<String>,
 }
 
 impl Ctx {
-    fn type_error(&self, found: &str, ty: &str) -> String {
-        match self.strukt {
+    /// Records Go's type error and returns a serde error that stops the parse.
+    fn type_error<E: serde::de::Error>(&mut self, found: &str, ty: &str) -> E {
+        self.error = Some(match self.strukt {
             Some(s) => format!(
                 "json: cannot unmarshal {found} into Go struct field {s}.{} of type {ty}",
                 self.path.join(".")
             ),
             None => format!("json: cannot unmarshal {found} into Go value of type {ty}"),
+        });
+        E::custom("type error")
+    }
+}
+
+/// Checks one JSON value against a Go type while it is parsed.
+struct Check<'c> {
+    ty: Ty,
+    ctx: &'c mut Ctx,
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for Check<'_> {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl Check<'_> {
+    fn mismatch<E: serde::de::Error>(self, found: &str) -> Result<(), E> {
+        Err(self.ctx.type_error(found, type_name(self.ty)))
+    }
+
+    fn scalar<E: serde::de::Error>(self, found: &str, fits: bool) -> Result<(), E> {
+        match (self.ty, fits) {
+            (Ty::Raw, _) | (_, true) => Ok(()),
+            _ => self.mismatch(found),
+        }
+    }
+
+    fn number<E: serde::de::Error>(self, n: serde_json::Number) -> Result<(), E> {
+        match self.ty {
+            Ty::Raw => Ok(()),
+            Ty::Int32 => match n.as_i64() {
+                Some(i) if i32::try_from(i).is_ok() => Ok(()),
+                _ => Err(self.ctx.type_error(&format!("number {n}"), "int32")),
+            },
+            _ => self.mismatch("number"),
         }
     }
 }
 
-fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
-}
+impl<'de> serde::de::Visitor<'de> for Check<'_> {
+    type Value = ();
 
-fn decode(v: &Value, ty: Ty, ctx: &mut Ctx) -> Result<(), String> {
-    if v.is_null() {
-        return Ok(());
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
     }
-    match (ty, v) {
-        (Ty::Raw, _) | (Ty::Str(_), Value::String(_)) | (Ty::Bool, Value::Bool(_)) => Ok(()),
-        (Ty::Int32, Value::Number(n)) => match n.as_i64() {
-            Some(i) if i32::try_from(i).is_ok() => Ok(()),
-            _ => Err(ctx.type_error(&format!("number {n}"), "int32")),
-        },
-        (Ty::Bytes, Value::String(s)) => match go_base64_error(s) {
-            Some(at) => Err(format!("illegal base64 data at input byte {at}")),
-            None => Ok(()),
-        },
-        (Ty::StrMap, Value::Object(m)) => {
-            for x in m.values() {
-                decode(x, S, ctx)?;
-            }
-            Ok(())
+    fn visit_unit<E: serde::de::Error>(self) -> Result<(), E> {
+        Ok(()) // null leaves any field empty
+    }
+    fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<(), E> {
+        let fits = matches!(self.ty, Ty::Bool);
+        self.scalar("bool", fits)
+    }
+    fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<(), E> {
+        self.number(v.into())
+    }
+    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<(), E> {
+        self.number(v.into())
+    }
+    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<(), E> {
+        match serde_json::Number::from_f64(v) {
+            Some(n) => self.number(n),
+            None => self.mismatch("number"),
         }
-        (Ty::List(elem, _), Value::Array(a)) => {
-            for x in a {
-                decode(x, *elem, ctx)?;
-            }
-            Ok(())
+    }
+    fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<(), E> {
+        match self.ty {
+            Ty::Raw | Ty::Str(_) => Ok(()),
+            Ty::Bytes => match go_base64_error(s) {
+                Some(at) => {
+                    self.ctx.error = Some(format!("illegal base64 data at input byte {at}"));
+                    Err(E::custom("base64 error"))
+                }
+                None => Ok(()),
+            },
+            _ => self.mismatch("string"),
         }
-        (Ty::Struct(st), Value::Object(m)) => {
-            for (k, x) in m {
-                let Some((name, fty)) = st
-                    .fields
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let elem = match self.ty {
+            Ty::Raw => &Ty::Raw,
+            Ty::List(elem, _) => elem,
+            _ => return self.mismatch("array"),
+        };
+        while seq
+            .next_element_seed(Check {
+                ty: *elem,
+                ctx: &mut *self.ctx,
+            })?
+            .is_some()
+        {}
+        Ok(())
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let st = match self.ty {
+            Ty::Raw => None,
+            Ty::StrMap => None,
+            Ty::Struct(st) => Some(st),
+            _ => return self.mismatch("object"),
+        };
+        let values = match self.ty {
+            Ty::StrMap => S,
+            _ => Ty::Raw,
+        };
+        while let Some(k) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            let field = st.and_then(|st| {
+                st.fields
                     .iter()
                     .find(|(f, _)| *f == k)
-                    .or_else(|| st.fields.iter().find(|(f, _)| f.eq_ignore_ascii_case(k)))
-                else {
-                    continue;
-                };
-                let saved = ctx.strukt.replace(st.name);
-                ctx.path.push(name);
-                let r = decode(x, *fty, ctx);
-                ctx.path.pop();
-                ctx.strukt = saved;
-                r?;
-            }
-            Ok(())
+                    .or_else(|| st.fields.iter().find(|(f, _)| f.eq_ignore_ascii_case(&k)))
+            });
+            let Some((name, fty)) = field else {
+                // A map's values, or a key the struct does not have (ignored, but still JSON).
+                map.next_value_seed(Check {
+                    ty: values,
+                    ctx: &mut *self.ctx,
+                })?;
+                continue;
+            };
+            let saved = self.ctx.strukt.replace(st.map_or("", |s| s.name));
+            self.ctx.path.push(name);
+            let r = map.next_value_seed(Check {
+                ty: *fty,
+                ctx: &mut *self.ctx,
+            });
+            self.ctx.path.pop();
+            self.ctx.strukt = saved;
+            r?;
         }
-        (ty, v) => Err(ctx.type_error(kind(v), type_name(ty))),
+        Ok(())
     }
 }
 
