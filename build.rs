@@ -38,6 +38,22 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         out_dir.join("descriptor.bin"),
         prost::Message::encode_to_vec(&fds),
     )?;
+    // The served side of api.Registry once more, with every api type taken from the code
+    // above except Bundle, which the server sends as stored bytes (wire::EncodedBundle).
+    let mut served = fds.clone();
+    served.file.retain(|f| f.name() == "registry.proto");
+    for f in &mut served.file {
+        f.service.retain(|s| s.name() == "Registry");
+    }
+    let served_dir = out_dir.join("served");
+    std::fs::create_dir_all(&served_dir)?;
+    tonic_prost_build::configure()
+        .build_client(false)
+        .build_server(true)
+        .extern_path(".api", "crate::api")
+        .extern_path(".api.Bundle", "crate::wire::EncodedBundle")
+        .out_dir(&served_dir)
+        .compile_fds(served)?;
     tonic_prost_build::configure()
         .build_client(true)
         .build_server(true)

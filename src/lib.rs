@@ -61,6 +61,12 @@ pub mod api {
         include_bytes!(concat!(env!("OUT_DIR"), "/descriptor.bin"));
 }
 
+pub mod served_api {
+    //! The server side of `api.Registry` as opreg serves it: the types of [`crate::api`], but
+    //! bundles are [`crate::wire::EncodedBundle`]s, sent as the bytes the store splices.
+    include!(concat!(env!("OUT_DIR"), "/served/api.rs"));
+}
+
 pub mod upgrades_api {
     //! Generated types of `proto/upgrades.proto` (`package opreg.v1`).
     tonic::include_proto!("opreg.v1");

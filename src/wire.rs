@@ -5,15 +5,19 @@
 //! manifest-carrying types, `object` from `olm.bundle.object`, and `csvJson` from the CSV
 //! object or, when there is none, synthesized from a single `olm.csv.metadata`. The store runs
 //! it once per bundle at ingest and keeps the encoded result, so serving never repeats it.
-//! A synthesized CSV is the exception: it repeats the package icon in every bundle, so storing
-//! it would multiply the database several times over; the store keeps only the fact that one is
-//! due and calls [`synthesize_csv`] when a bundle is read.
-//! Channel-specific fields (channelName, replaces, skips, skipRange) are filled at query time.
+//! A synthesized CSV repeats the package icon (and often the package description) in every
+//! bundle, so the store keeps it as a [`csv_template`] with two slots, and the package's
+//! parts once per package ([`csv_package_parts`]).
+//! Channel-specific fields (channelName, replaces, skips, skipRange) are added at query time.
+//!
+//! Serving sends bytes, not messages: a bundle RPC's answer is [`encode_bundle`]'s splice of
+//! the stored encodings (an [`EncodedBundle`]), since protobuf decoders take the fields of a
+//! message in any order and concatenated encodings are one message.
 
 use crate::api;
 use crate::json;
 use crate::model::*;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 /// The channel-independent part of a bundle's wire form, and its manifests, kept apart so that
 /// ListBundles can skip the manifests of image bundles without decoding them.
@@ -26,16 +30,19 @@ pub struct WireBundle {
     pub csv_synth: bool,
 }
 
-/// What a synthesized ClusterServiceVersion is made of.
+/// What a synthesized ClusterServiceVersion takes from its bundle.
 pub struct CsvInputs<'a> {
     pub bundle_name: &'a str,
     pub version: &'a str,
     pub related_images: &'a [RelatedImage],
-    pub package_description: &'a str,
-    pub package_icon: Option<&'a Icon>,
     /// The `olm.csv.metadata` property value.
     pub metadata: &'a str,
 }
+
+/// Where a [`csv_template`] takes the package's description (present only when the bundle's
+/// metadata has none) and icon. JSON text never holds these characters unescaped.
+pub const DESCRIPTION_SLOT: char = '\u{1}';
+pub const ICON_SLOT: char = '\u{2}';
 
 /// Fills in a synthesized csvJson (and `object`, when the bundle has no objects) if `csv_synth`.
 pub fn complete_manifests(
@@ -143,14 +150,14 @@ pub fn full_wire(pkg: &Package, b: &Bundle) -> api::Bundle {
             .iter()
             .find(|p| p.r#type == prop::CSV_METADATA)
             .map_or("", |p| p.value.as_str());
-        synthesize_csv(&CsvInputs {
+        let template = csv_template(&CsvInputs {
             bundle_name: &b.name,
             version: &b.version(),
             related_images: &b.related_images,
-            package_description: &pkg.description,
-            package_icon: pkg.icon.as_ref(),
             metadata: md,
-        })
+        });
+        let (description, icon) = csv_package_parts(&pkg.description, pkg.icon.as_ref());
+        fill_csv(&template, &description, &icon).concat()
     });
     let mut core = w.core;
     core.csv_json = m.csv_json;
@@ -161,21 +168,28 @@ pub fn full_wire(pkg: &Package, b: &Bundle) -> api::Bundle {
 /// Builds a v1alpha1 ClusterServiceVersion from an `olm.csv.metadata` property, in the field
 /// order and with the empty-field rules of the Go types, so clients that decode `csvJson`
 /// (packageserver reads display name, description, provider, icon, labels) get what opm sends.
-pub fn synthesize_csv(c: &CsvInputs) -> String {
-    let md: Map<String, Value> = serde_json::from_str(c.metadata).unwrap_or_default();
-    let get = |k: &str| md.get(k).filter(|v| !v.is_null());
-    let nonempty = |v: &&Value| match v {
-        Value::String(s) => !s.is_empty(),
-        Value::Array(a) => !a.is_empty(),
-        Value::Object(o) => !o.is_empty(),
-        _ => true,
-    };
+///
+/// The package's parts are left as slots ([`DESCRIPTION_SLOT`], [`ICON_SLOT`]) for
+/// [`fill_csv`], so the template can be stored once per bundle and the package's once.
+pub fn csv_template(c: &CsvInputs) -> String {
+    // The metadata is canonical JSON (model::Property), so each member's text is already its
+    // canonical encoding: members are copied, never decoded and re-encoded.
+    let md: std::collections::HashMap<std::borrow::Cow<str>, &serde_json::value::RawValue> =
+        serde_json::from_str(c.metadata).unwrap_or_default();
+    let get = |k: &str| md.get(k).map(|v| v.get()).filter(|v| *v != "null");
+    let nonempty = |v: &&str| !matches!(*v, "\"\"" | "[]" | "{}");
     let mut out = String::from("{\"kind\":\"ClusterServiceVersion\",\"apiVersion\":\"operators.coreos.com/v1alpha1\",\"metadata\":{\"name\":");
     json::write_string(&mut out, c.bundle_name);
     out.push_str(",\"creationTimestamp\":null");
+    let member = |out: &mut String, key: &str, v: &str| {
+        out.push_str(",\"");
+        out.push_str(key);
+        out.push_str("\":");
+        out.push_str(v);
+    };
     for key in ["labels", "annotations"] {
         if let Some(v) = get(key).filter(nonempty) {
-            out.push_str(&format!(",\"{key}\":{}", json::canonical(v)));
+            member(&mut out, key, v);
         }
     }
     out.push_str(
@@ -185,11 +199,11 @@ pub fn synthesize_csv(c: &CsvInputs) -> String {
         out.push_str(",\"version\":");
         json::write_string(&mut out, c.version);
     }
-    let field = |out: &mut String, json_key: &str, v: Option<&Value>, always: bool| match v
+    let field = |out: &mut String, json_key: &str, v: Option<&str>, always: bool| match v
         .filter(nonempty)
     {
-        Some(v) => out.push_str(&format!(",\"{json_key}\":{}", json::canonical(v))),
-        None if always => out.push_str(&format!(",\"{json_key}\":{{}}")),
+        Some(v) => member(out, json_key, v),
+        None if always => member(out, json_key, "{}"),
         None => {}
     };
     field(&mut out, "maturity", get("maturity"), false);
@@ -207,30 +221,24 @@ pub fn synthesize_csv(c: &CsvInputs) -> String {
     );
     field(&mut out, "nativeAPIs", get("nativeAPIs"), false);
     field(&mut out, "minKubeVersion", get("minKubeVersion"), false);
-    out.push_str(",\"displayName\":");
-    json::write_string(
+    // A string member's canonical text is its JSON string literal.
+    fn string(v: Option<&str>) -> Option<&str> {
+        v.filter(|v| v.starts_with('"'))
+    }
+    member(
         &mut out,
-        get("displayName").and_then(Value::as_str).unwrap_or(""),
+        "displayName",
+        string(get("displayName")).unwrap_or("\"\""),
     );
-    let description = get("description")
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
-        .unwrap_or(c.package_description);
-    if !description.is_empty() {
-        out.push_str(",\"description\":");
-        json::write_string(&mut out, description);
+    match string(get("description")).filter(nonempty) {
+        Some(own) => member(&mut out, "description", own),
+        None => out.push(DESCRIPTION_SLOT),
     }
     field(&mut out, "keywords", get("keywords"), false);
     field(&mut out, "maintainers", get("maintainers"), false);
     field(&mut out, "provider", get("provider"), true);
     field(&mut out, "links", get("links"), false);
-    if let Some(icon) = c.package_icon {
-        out.push_str(",\"icon\":[{\"base64data\":");
-        json::write_string(&mut out, &icon.base64data);
-        out.push_str(",\"mediatype\":");
-        json::write_string(&mut out, &icon.mediatype);
-        out.push_str("}]");
-    }
+    out.push(ICON_SLOT);
     field(&mut out, "installModes", get("installModes"), false);
     out.push_str(",\"cleanup\":{\"enabled\":false}");
     if !c.related_images.is_empty() {
@@ -246,4 +254,139 @@ pub fn synthesize_csv(c: &CsvInputs) -> String {
     }
     out.push_str("},\"status\":{\"cleanup\":{}}}");
     json::go_html_escape(&out)
+}
+
+/// A package's parts of a synthesized CSV, as JSON text ready for [`fill_csv`]: the
+/// description member (empty when there is no description) and the icon member.
+pub fn csv_package_parts(description: &str, icon: Option<&Icon>) -> (String, String) {
+    let mut d = String::new();
+    if !description.is_empty() {
+        d.push_str(",\"description\":");
+        json::write_string(&mut d, description);
+    }
+    let mut i = String::new();
+    if let Some(icon) = icon {
+        i.push_str(",\"icon\":[{\"base64data\":");
+        json::write_string(&mut i, &icon.base64data);
+        i.push_str(",\"mediatype\":");
+        json::write_string(&mut i, &icon.mediatype);
+        i.push_str("}]");
+    }
+    (json::go_html_escape(&d), json::go_html_escape(&i))
+}
+
+/// The pieces of a synthesized CSV, in order: `template` with its slots filled.
+pub fn fill_csv<'a>(template: &'a str, description: &'a str, icon: &'a str) -> Vec<&'a str> {
+    let mut out = Vec::with_capacity(5);
+    let mut rest = template;
+    while let Some(i) = memchr::memchr2(DESCRIPTION_SLOT as u8, ICON_SLOT as u8, rest.as_bytes()) {
+        out.push(&rest[..i]);
+        out.push(match rest[i..].starts_with(DESCRIPTION_SLOT) {
+            true => description,
+            false => icon,
+        });
+        rest = &rest[i + 1..];
+    }
+    out.push(rest);
+    out
+}
+
+/// An `api.Bundle` already encoded. The served side of `api.Registry` (build.rs maps
+/// `api.Bundle` to this type there) sends these bytes as they are.
+#[derive(Clone, Default, PartialEq)]
+pub struct EncodedBundle(pub prost::bytes::Bytes);
+
+impl std::fmt::Debug for EncodedBundle {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        write!(f, "EncodedBundle({} bytes)", self.0.len())
+    }
+}
+
+impl EncodedBundle {
+    /// The message these bytes encode.
+    pub fn decode(&self) -> Result<api::Bundle, prost::DecodeError> {
+        prost::Message::decode(self.0.as_ref())
+    }
+}
+
+impl prost::Message for EncodedBundle {
+    fn encode_raw(&self, buf: &mut impl prost::bytes::BufMut) {
+        buf.put_slice(&self.0);
+    }
+
+    /// The server never receives a bundle: decoding one skips every field.
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire_type: prost::encoding::WireType,
+        buf: &mut impl prost::bytes::Buf,
+        ctx: prost::encoding::DecodeContext,
+    ) -> Result<(), prost::DecodeError> {
+        prost::encoding::skip_field(wire_type, tag, buf, ctx)
+    }
+
+    fn encoded_len(&self) -> usize {
+        self.0.len()
+    }
+
+    fn clear(&mut self) {
+        self.0.clear();
+    }
+}
+
+/// Where a stored bundle's csvJson and objects come from.
+pub enum Manifests<'a> {
+    /// Left out (ListBundles leaves out the manifests of bundles with an image).
+    None,
+    /// The stored encoding of [`WireBundle::manifests`].
+    Stored(&'a [u8]),
+    /// [`WireBundle::manifests`] with a synthesized CSV, [`complete_manifests`]'s rule: the CSV
+    /// is csvJson, and the one object when the bundle has none of its own.
+    Synthesized {
+        objects: &'a [u8],
+        template: &'a str,
+        description: &'a str,
+        icon: &'a str,
+    },
+}
+
+/// One bundle's answer, spliced from stored encodings: `core` (the encoded
+/// [`WireBundle::core`]), the entry's channel-specific fields, and the manifests.
+pub fn encode_bundle(core: &[u8], entry: &api::Bundle, manifests: Manifests) -> EncodedBundle {
+    use prost::encoding::{encode_key, encode_varint, WireType};
+    use prost::Message;
+    const CSV_JSON: u32 = 4;
+    const OBJECT: u32 = 5;
+    let mut out = Vec::with_capacity(core.len() + entry.encoded_len() + 64);
+    out.extend_from_slice(core);
+    entry
+        .encode(&mut out)
+        .expect("a Vec grows to take any message");
+    match manifests {
+        Manifests::None => {}
+        Manifests::Stored(m) => out.extend_from_slice(m),
+        Manifests::Synthesized {
+            objects,
+            template,
+            description,
+            icon,
+        } => {
+            let pieces = fill_csv(template, description, icon);
+            let len: usize = pieces.iter().map(|p| p.len()).sum();
+            let put = |out: &mut Vec<u8>, tag: u32| {
+                encode_key(tag, WireType::LengthDelimited, out);
+                encode_varint(len as u64, out);
+                for p in &pieces {
+                    out.extend_from_slice(p.as_bytes());
+                }
+            };
+            out.reserve(len * 2 + objects.len() + 16);
+            put(&mut out, CSV_JSON);
+            out.extend_from_slice(objects);
+            if objects.is_empty() {
+                put(&mut out, OBJECT);
+            }
+        }
+    }
+    EncodedBundle(out.into())
 }

@@ -89,6 +89,9 @@ pub enum Rpc {
     Empty,
     GetPackage,
     GetBundleThatReplaces,
+    GetBundle,
+    GetBundleForChannel,
+    GetDefaultBundleThatProvides,
 }
 
 impl Rpc {
@@ -97,6 +100,9 @@ impl Rpc {
             Rpc::Empty => "empty RPC (floor)",
             Rpc::GetPackage => "GetPackage",
             Rpc::GetBundleThatReplaces => "GetBundleThatReplaces",
+            Rpc::GetBundle => "GetBundle",
+            Rpc::GetBundleForChannel => "GetBundleForChannel",
+            Rpc::GetDefaultBundleThatProvides => "GetDefaultBundleThatProvides",
         }
     }
 }
@@ -106,9 +112,19 @@ pub struct Keys {
     pub packages: Vec<String>,
     /// (package, channel, csv) with a bundle that replaces or skips csv in that channel.
     pub replaced: Vec<(String, String, String)>,
+    /// (package, channel, bundle) channel entries, for GetBundle.
+    pub entries: Vec<(String, String, String)>,
+    /// (package, channel), for GetBundleForChannel.
+    pub channels: Vec<(String, String)>,
+    /// (group, version, kind) with a default provider, for GetDefaultBundleThatProvides.
+    pub gvks: Vec<(String, String, String)>,
 }
 
 async fn call(rpc: Rpc, ch: &Channel, keys: &Keys, i: usize) -> Result<(), tonic::Status> {
+    if let Some(res) = bundle_call(rpc, ch, keys, i).await {
+        res?;
+        return Ok(());
+    }
     match rpc {
         Rpc::Empty => {
             HealthClient::new(ch.clone())
@@ -123,19 +139,97 @@ async fn call(rpc: Rpc, ch: &Channel, keys: &Keys, i: usize) -> Result<(), tonic
                 .get_package(api::GetPackageRequest { name })
                 .await?;
         }
-        Rpc::GetBundleThatReplaces => {
-            let (p, c, n) = keys.replaced[i % keys.replaced.len()].clone();
-            RegistryClient::new(ch.clone())
-                .max_decoding_message_size(usize::MAX)
-                .get_bundle_that_replaces(api::GetReplacementRequest {
-                    csv_name: n,
-                    pkg_name: p,
-                    channel_name: c,
-                })
-                .await?;
-        }
+        _ => unreachable!("bundle RPCs are answered by bundle_call"),
     }
     Ok(())
+}
+
+/// The `i`th request of a bundle RPC (keys wrap around), or None for the other RPCs.
+pub fn bundle_request(rpc: Rpc, keys: &Keys, i: usize) -> Option<BundleRequest> {
+    let pick = |v: &Vec<(String, String, String)>| v[i % v.len()].clone();
+    Some(match rpc {
+        Rpc::GetBundleThatReplaces => {
+            let (p, c, n) = pick(&keys.replaced);
+            BundleRequest::Replaces(api::GetReplacementRequest {
+                csv_name: n,
+                pkg_name: p,
+                channel_name: c,
+            })
+        }
+        Rpc::GetBundle => {
+            let (p, c, n) = pick(&keys.entries);
+            BundleRequest::Bundle(api::GetBundleRequest {
+                pkg_name: p,
+                channel_name: c,
+                csv_name: n,
+            })
+        }
+        Rpc::GetBundleForChannel => {
+            let (p, c) = keys.channels[i % keys.channels.len()].clone();
+            BundleRequest::ForChannel(api::GetBundleInChannelRequest {
+                pkg_name: p,
+                channel_name: c,
+            })
+        }
+        Rpc::GetDefaultBundleThatProvides => {
+            let (group, version, kind) = pick(&keys.gvks);
+            BundleRequest::Provides(api::GetDefaultProviderRequest {
+                group,
+                version,
+                kind,
+                plural: String::new(),
+            })
+        }
+        Rpc::Empty | Rpc::GetPackage => return None,
+    })
+}
+
+/// A request of one of the four RPCs that answer with a bundle.
+#[derive(Clone)]
+pub enum BundleRequest {
+    Bundle(api::GetBundleRequest),
+    ForChannel(api::GetBundleInChannelRequest),
+    Replaces(api::GetReplacementRequest),
+    Provides(api::GetDefaultProviderRequest),
+}
+
+impl BundleRequest {
+    /// The request's fields, as the floor server looks its answer up.
+    pub fn key(&self) -> String {
+        match self {
+            BundleRequest::Bundle(r) => {
+                format!("b\n{}\n{}\n{}", r.pkg_name, r.channel_name, r.csv_name)
+            }
+            BundleRequest::ForChannel(r) => format!("c\n{}\n{}", r.pkg_name, r.channel_name),
+            BundleRequest::Replaces(r) => {
+                format!("r\n{}\n{}\n{}", r.pkg_name, r.channel_name, r.csv_name)
+            }
+            BundleRequest::Provides(r) => format!("p\n{}\n{}\n{}", r.group, r.version, r.kind),
+        }
+    }
+
+    // OLM's catalog operator still calls GetBundleForChannel.
+    #[allow(deprecated)]
+    pub async fn send(self, ch: &Channel) -> Result<api::Bundle, tonic::Status> {
+        let mut c = RegistryClient::new(ch.clone()).max_decoding_message_size(usize::MAX);
+        Ok(match self {
+            BundleRequest::Bundle(r) => c.get_bundle(r).await?,
+            BundleRequest::ForChannel(r) => c.get_bundle_for_channel(r).await?,
+            BundleRequest::Replaces(r) => c.get_bundle_that_replaces(r).await?,
+            BundleRequest::Provides(r) => c.get_default_bundle_that_provides(r).await?,
+        }
+        .into_inner())
+    }
+}
+
+async fn bundle_call(
+    rpc: Rpc,
+    ch: &Channel,
+    keys: &Keys,
+    i: usize,
+) -> Option<Result<(), tonic::Status>> {
+    let req = bundle_request(rpc, keys, i)?;
+    Some(req.send(ch).await.map(|_| ()))
 }
 
 pub struct LoadStats {

@@ -23,6 +23,7 @@
 //! a synthetic catalog), `floor-parse` (internal: the parse floor, run as a child).
 
 mod corpus;
+mod floor;
 mod image;
 mod load;
 mod procs;
@@ -78,6 +79,13 @@ enum Cmd {
     /// Internal: the serde_json parse floor on FILE (run as a child process).
     #[command(hide = true)]
     FloorParse { file: PathBuf },
+    /// Internal: the same-bytes floor server for the bundle RPCs (see floor.rs).
+    #[command(hide = true)]
+    FloorServe {
+        answers: PathBuf,
+        #[arg(long)]
+        port: u16,
+    },
 }
 
 #[derive(clap::Args, Clone)]
@@ -129,6 +137,7 @@ fn main() {
             std::io::Write::flush(&mut w).expect("flush");
         }
         Some(Cmd::FloorParse { file }) => floor_parse(&file),
+        Some(Cmd::FloorServe { answers, port }) => floor::serve(&answers, port),
         Some(Cmd::Probe {
             db,
             rpc,
@@ -169,7 +178,10 @@ fn probe(
         "Empty" | "empty" => Rpc::Empty,
         "GetPackage" => Rpc::GetPackage,
         "GetBundleThatReplaces" => Rpc::GetBundleThatReplaces,
-        other => panic!("unknown RPC {other}: Empty, GetPackage or GetBundleThatReplaces"),
+        "GetBundle" => Rpc::GetBundle,
+        "GetBundleForChannel" => Rpc::GetBundleForChannel,
+        "GetDefaultBundleThatProvides" => Rpc::GetDefaultBundleThatProvides,
+        other => panic!("unknown RPC {other}: Empty, GetPackage, GetBundle, GetBundleForChannel, GetBundleThatReplaces or GetDefaultBundleThatProvides"),
     };
     let bin = PathBuf::from(env!("CARGO_BIN_EXE_opreg"));
     let log = std::env::temp_dir().join("opreg-probe.log");
@@ -412,6 +424,7 @@ fn run(mut a: RunArgs) {
         .expect("client runtime");
 
     let mut rows = Vec::new();
+    let mut bundle_floor = None;
     for (idx, input) in inputs.iter().enumerate() {
         eprintln!("harness: == {} ==", input.name);
         let db = work.join(format!("catalog-{idx}.db"));
@@ -487,6 +500,13 @@ fn run(mut a: RunArgs) {
                 keep_best(&mut row.unary, (rpc, callers, st));
             }
         }
+        if input.primary {
+            eprintln!("harness: bundle RPCs against the same-bytes floor");
+            bundle_floor = Some((
+                input.name.clone(),
+                floor::measure(&rt, &s, &keys, &work, warmup, dur),
+            ));
+        }
         std::thread::sleep(Duration::from_millis(if a.smoke { 100 } else { 500 }));
         row.idle_after_kb = s.rss_kb();
         drop(s);
@@ -527,6 +547,9 @@ fn run(mut a: RunArgs) {
     }
 
     let mut report = render(&a, &rows, dur, warmup, starts);
+    if let Some((name, res)) = &bundle_floor {
+        floor::section(&mut report, name, res);
+    }
     // The primary catalog again, this time from a registry.
     if let Some(primary) = inputs.iter().find(|i| i.primary) {
         eprintln!("harness: == {} from a registry ==", primary.name);
@@ -614,7 +637,15 @@ fn read_keys(db: &Path) -> Keys {
     // A deterministic spread of at most 4096 keys.
     let step = all.len().div_ceil(4096).max(1);
     let replaced = all.into_iter().step_by(step).collect();
-    Keys { packages, replaced }
+    let mut keys = Keys {
+        packages,
+        replaced,
+        entries: Vec::new(),
+        channels: Vec::new(),
+        gvks: Vec::new(),
+    };
+    floor::read_bundle_keys(&c, &mut keys);
+    keys
 }
 
 fn measure_upgrade(bin: &Path, db: &Path, errf: &Path, runs: usize) -> Option<Upgrade> {

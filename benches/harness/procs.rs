@@ -123,6 +123,11 @@ impl Server {
         if let Some(n) = threads {
             cmd.args(["--threads", &n.to_string()]);
         }
+        Self::spawn_command(cmd, port, log)
+    }
+
+    /// Starts `cmd`, a server that listens on `port`, with its stderr in `log`.
+    pub fn spawn_command(mut cmd: Command, port: u16, log: &Path) -> Server {
         let err = File::create(log).expect("server log file");
         let started = Instant::now();
         let child = cmd
@@ -130,7 +135,7 @@ impl Server {
             .stdout(Stdio::null())
             .stderr(err)
             .spawn()
-            .expect("spawn opreg serve");
+            .expect("spawn a server");
         Server {
             child,
             port,

@@ -181,7 +181,7 @@ pub async fn serve(
                 .unwrap_or_else(|| Arc::new(crate::metrics::Metrics::new(false))),
         ))
         .add_service(
-            api::registry_server::RegistryServer::new(registry.clone())
+            crate::served_api::registry_server::RegistryServer::new(registry.clone())
                 .max_encoding_message_size(usize::MAX),
         )
         .add_service(

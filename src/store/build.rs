@@ -208,8 +208,32 @@ fn remove_stale_temp_files(dir: &Path) {
 
 fn add_bundle_rows(conn: &Connection, b: &Bundle, deprecation: Option<&str>) -> Result<()> {
     let wire = crate::wire::to_wire(b, deprecation);
+    let template = wire.csv_synth.then(|| {
+        crate::wire::csv_template(&crate::wire::CsvInputs {
+            bundle_name: &b.name,
+            version: &b.version(),
+            related_images: &b.related_images,
+            metadata: b
+                .properties
+                .iter()
+                .find(|p| p.r#type == prop::CSV_METADATA)
+                .map_or("", |p| p.value.as_str()),
+        })
+    });
+    // The package's parts of the CSV are written with the package (fill).
+    let parts: Option<i64> = match template {
+        Some(_) => {
+            conn.prepare_cached("INSERT OR IGNORE INTO package_csv (package) VALUES (?1)")?
+                .execute([&b.package])?;
+            Some(
+                conn.prepare_cached("SELECT id FROM package_csv WHERE package = ?1")?
+                    .query_row([&b.package], |r| r.get(0))?,
+            )
+        }
+        None => None,
+    };
     let n = conn
-        .prepare_cached("INSERT OR IGNORE INTO bundle (package, name, version, image, deprecation, wire_core, wire_manifests, csv_synth) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)")?
+        .prepare_cached("INSERT OR IGNORE INTO bundle (package, name, version, image, deprecation, wire_core, wire_manifests, csv_synth, csv_template, csv_parts) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)")?
         .execute(params![
             b.package,
             b.name,
@@ -219,6 +243,8 @@ fn add_bundle_rows(conn: &Connection, b: &Bundle, deprecation: Option<&str>) -> 
             wire.core.encode_to_vec(),
             wire.manifests.encode_to_vec(),
             wire.csv_synth,
+            template,
+            parts,
         ])?;
     if n == 0 {
         return Ok(());
@@ -281,6 +307,8 @@ fn fill(
         info.execute(["entries", &cat.entry_count().to_string()])?;
 
         let mut ins_pkg = tx.prepare("INSERT INTO package (name, default_channel, description, icon_data, icon_mediatype, properties, deprecation) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")?;
+        let mut set_csv =
+            tx.prepare("UPDATE package_csv SET description = ?2, icon = ?3 WHERE package = ?1")?;
         let mut ins_ch = tx.prepare("INSERT INTO channel (package, name, head, properties, deprecation) VALUES (?1, ?2, ?3, ?4, ?5)")?;
         let mut ins_entry = tx.prepare("INSERT INTO channel_entry (package, channel, bundle, seq, position, replaces, skips, skip_range) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)")?;
         let mut ins_edge = tx.prepare("INSERT OR IGNORE INTO edge (package, channel, from_bundle, to_bundle, kind, synthetic) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")?;
@@ -297,6 +325,9 @@ fn fill(
                 props_json(&pkg.properties),
                 pkg.package_deprecation(),
             ])?;
+            let (csv_description, csv_icon) =
+                crate::wire::csv_package_parts(&pkg.description, pkg.icon.as_ref());
+            set_csv.execute(params![pkg.name, csv_description, csv_icon])?;
             let versions = graph::Versions::of(pkg);
             for ch in pkg.channels.values() {
                 let order = graph::channel_order(ch);

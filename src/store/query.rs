@@ -5,10 +5,8 @@
 
 use super::Store;
 use crate::api;
-use crate::model::{prop, Icon, RelatedImage};
+use crate::wire::{encode_bundle, EncodedBundle, Manifests};
 use anyhow::Result;
-use prost::Message;
-use rusqlite::Connection;
 use rusqlite::{params, OptionalExtension};
 use std::collections::BTreeMap;
 
@@ -141,15 +139,15 @@ impl Store {
         Ok(self.package_index()?.channel(package, channel).map(|_| ()))
     }
 
-    /// A bundle as a member of a channel. `trimmed` leaves replaces/skips empty, as every
-    /// single-bundle RPC does.
+    /// A bundle as a member of a channel, encoded. `trimmed` leaves replaces/skips empty, as
+    /// every single-bundle RPC does.
     pub fn get_bundle(
         &self,
         package: &str,
         channel: &str,
         name: &str,
         trimmed: bool,
-    ) -> Result<Result<api::Bundle, Missing>> {
+    ) -> Result<Result<EncodedBundle, Missing>> {
         if let Err(m) = self.check_channel(package, channel)? {
             return Ok(Err(m));
         }
@@ -164,36 +162,18 @@ impl Store {
         channel: &str,
         name: &str,
         trimmed: bool,
-    ) -> Result<Result<api::Bundle, Missing>> {
+    ) -> Result<Result<EncodedBundle, Missing>> {
         let c = self.conn()?;
-        let row = c
-            .prepare_cached(
-                "SELECT b.wire_core, b.wire_manifests, e.replaces, e.skips, e.skip_range, b.id,
-                        b.csv_synth
-                 FROM channel_entry e JOIN bundle b ON b.package = e.package AND b.name = e.bundle
-                 WHERE e.package = ?1 AND e.channel = ?2 AND e.bundle = ?3",
-            )?
-            .query_row([package, channel, name], |r| {
-                Ok((
-                    (r.get::<_, Vec<u8>>(0)?, r.get::<_, Vec<u8>>(1)?),
-                    r.get::<_, String>(2)?,
-                    r.get::<_, String>(3)?,
-                    r.get::<_, String>(4)?,
-                    (r.get::<_, i64>(5)?, r.get::<_, bool>(6)?),
-                ))
-            })
-            .optional()?;
-        let Some(((core, manifests), replaces, skips, skip_range, (id, synth))) = row else {
-            return Ok(Err(Missing::Bundle));
-        };
-        let mut b = decode_wire(&c, id, synth, &core, Some(&manifests))?;
-        b.channel_name = channel.to_string();
-        b.skip_range = skip_range;
-        if !trimmed {
-            b.replaces = replaces;
-            b.skips = serde_json::from_str(&skips).unwrap_or_default();
+        let sql = format!(
+            "{} WHERE e.package = ?1 AND e.channel = ?2 AND e.bundle = ?3",
+            bundle_select("1")
+        );
+        let mut st = c.prepare_cached(&sql)?;
+        let mut rows = st.query([package, channel, name])?;
+        match rows.next()? {
+            Some(r) => Ok(Ok(encode_row(r, trimmed)?)),
+            None => Ok(Err(Missing::Bundle)),
         }
-        Ok(Ok(b))
     }
 
     /// The head of a channel.
@@ -304,25 +284,23 @@ impl Store {
         &self,
         after: Option<&StreamKey>,
         limit: usize,
-    ) -> Result<Vec<(StreamKey, api::Bundle)>> {
+    ) -> Result<Vec<(StreamKey, EncodedBundle)>> {
         let c = self.conn()?;
         // Two statements, not `?1 OR (...) > (...)`: with the OR, SQLite scans the stream
         // index from its start on every page, so the whole stream was quadratic (6 s for the
         // 38,000 entries of the 16x synthetic catalog); the row-value bound alone seeks.
-        const COLUMNS: &str = "SELECT e.channel, e.package, e.bundle, e.replaces, e.skips,
-                    e.skip_range, b.wire_core,
-                    CASE WHEN b.image = '' THEN b.wire_manifests END, b.id, b.csv_synth
-             FROM channel_entry e JOIN bundle b ON b.package = e.package AND b.name = e.bundle";
+        // The manifests of bundles with an image are left out, as upstream does.
+        let columns = bundle_select("b.image = ''");
         const ORDER: &str = "ORDER BY e.channel, e.package, e.bundle LIMIT ?";
         let mut st;
         let mut rows = match after {
             None => {
-                st = c.prepare_cached(&format!("{COLUMNS} {ORDER}"))?;
+                st = c.prepare_cached(&format!("{columns} {ORDER}"))?;
                 st.query(params![limit as i64])?
             }
             Some((ch, pkg, name)) => {
                 st = c.prepare_cached(&format!(
-                    "{COLUMNS} WHERE (e.channel, e.package, e.bundle) > (?1, ?2, ?3) {ORDER}"
+                    "{columns} WHERE (e.channel, e.package, e.bundle) > (?1, ?2, ?3) {ORDER}"
                 ))?;
                 st.query(params![ch, pkg, name, limit as i64])?
             }
@@ -330,15 +308,7 @@ impl Store {
         let mut out = Vec::with_capacity(limit);
         while let Some(r) = rows.next()? {
             let key: StreamKey = (r.get(0)?, r.get(1)?, r.get(2)?);
-            let core: Vec<u8> = r.get(6)?;
-            let manifests: Option<Vec<u8>> = r.get(7)?;
-            let mut b = decode_wire(&c, r.get(8)?, r.get(9)?, &core, manifests.as_deref())?;
-            b.channel_name = key.0.clone();
-            b.replaces = r.get(3)?;
-            let skips: String = r.get(4)?;
-            b.skips = serde_json::from_str(&skips).unwrap_or_default();
-            b.skip_range = r.get(5)?;
-            out.push((key, b));
+            out.push((key, encode_row(r, false)?));
         }
         Ok(out)
     }
@@ -356,63 +326,47 @@ impl Store {
     }
 }
 
-/// Decodes a stored wire form, optionally with its manifests. `csv_synth` is the bundle's
-/// column of that name: its csvJson is synthesized here from the stored metadata, package
-/// description and icon, and related images.
-pub(crate) fn decode_wire(
-    conn: &Connection,
-    bundle_id: i64,
-    csv_synth: bool,
-    core: &[u8],
-    manifests: Option<&[u8]>,
-) -> Result<api::Bundle> {
-    let mut b = api::Bundle::decode(core)?;
-    let Some(m) = manifests else {
-        return Ok(b);
-    };
-    let mut m = api::Bundle::decode(m)?;
-    if csv_synth {
-        let csv = synthesized_csv(conn, bundle_id, &b.csv_name, &b.version)?;
-        crate::wire::complete_manifests(&mut m, true, || csv);
-    }
-    b.csv_json = m.csv_json;
-    b.object = m.object;
-    Ok(b)
+/// The columns [`encode_row`] reads, for a channel entry `e` joined to its bundle `b`: the
+/// channel, package and bundle names, then what the answer is spliced from. Manifests are
+/// read only where `with_manifests` (SQL) holds; a CSV's package parts only for a bundle with
+/// a template, by the integer key of `package_csv`.
+fn bundle_select(with_manifests: &str) -> String {
+    format!(
+        "SELECT e.channel, e.package, e.bundle, e.replaces, e.skips, e.skip_range, b.wire_core,
+                CASE WHEN {with_manifests} THEN b.wire_manifests END,
+                CASE WHEN {with_manifests} THEN b.csv_template END, pc.description, pc.icon
+         FROM channel_entry e JOIN bundle b ON b.package = e.package AND b.name = e.bundle
+         LEFT JOIN package_csv pc ON pc.id = b.csv_parts AND b.csv_template IS NOT NULL
+                                     AND {with_manifests}"
+    )
 }
 
-fn synthesized_csv(conn: &Connection, id: i64, name: &str, version: &str) -> Result<String> {
-    let (description, icon_data, icon_type): (String, Option<String>, Option<String>) = conn
-        .prepare_cached(
-            "SELECT p.description, p.icon_data, p.icon_mediatype
-             FROM bundle b JOIN package p ON p.name = b.package WHERE b.id = ?1",
-        )?
-        .query_row([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
-    let metadata: String = conn
-        .prepare_cached(
-            "SELECT value FROM bundle_property WHERE bundle_id = ?1 AND type = ?2 ORDER BY seq",
-        )?
-        .query_row(params![id, prop::CSV_METADATA], |r| r.get(0))?;
-    let related_images = conn
-        .prepare_cached("SELECT name, image FROM related_image WHERE bundle_id = ?1 ORDER BY seq")?
-        .query_map([id], |r| {
-            Ok(RelatedImage {
-                name: r.get(0)?,
-                image: r.get(1)?,
-            })
-        })?
-        .collect::<Result<Vec<_>, _>>()?;
-    let icon = icon_data.map(|base64data| Icon {
-        base64data,
-        mediatype: icon_type.unwrap_or_default(),
-    });
-    Ok(crate::wire::synthesize_csv(&crate::wire::CsvInputs {
-        bundle_name: name,
-        version,
-        related_images: &related_images,
-        package_description: &description,
-        package_icon: icon.as_ref(),
-        metadata: &metadata,
-    }))
+/// One row of [`bundle_select`] as its encoded answer.
+fn encode_row(r: &rusqlite::Row, trimmed: bool) -> rusqlite::Result<EncodedBundle> {
+    let text = |i: usize| r.get_ref(i).and_then(|v| Ok(v.as_str()?));
+    let mut entry = api::Bundle {
+        channel_name: r.get(0)?,
+        skip_range: r.get(5)?,
+        ..Default::default()
+    };
+    if !trimmed {
+        entry.replaces = r.get(3)?;
+        entry.skips = serde_json::from_str(text(4)?).unwrap_or_default();
+    }
+    let core = r.get_ref(6)?.as_blob()?;
+    let manifests = r.get_ref(7)?.as_blob_or_null()?;
+    let template = r.get_ref(8)?.as_str_or_null()?;
+    let manifests = match (manifests, template) {
+        (None, _) => Manifests::None,
+        (Some(m), None) => Manifests::Stored(m),
+        (Some(objects), Some(template)) => Manifests::Synthesized {
+            objects,
+            template,
+            description: r.get_ref(9)?.as_str_or_null()?.unwrap_or(""),
+            icon: r.get_ref(10)?.as_str_or_null()?.unwrap_or(""),
+        },
+    };
+    Ok(encode_bundle(core, &entry, manifests))
 }
 
 impl Store {
