@@ -92,14 +92,15 @@ pub fn parse(doc: &Value) -> Result<Template, String> {
     if !major && !minor {
         minor = true;
     }
-    let pref =
-        match field(m, "defaultChannelTypePreference") {
-            None | Some(Value::Null) => "",
-            Some(Value::String(s)) => s.as_str(),
-            Some(v) => return Err(format!(
+    let pref = match field(m, "defaultChannelTypePreference") {
+        None | Some(Value::Null) => "",
+        Some(Value::String(s)) => s.as_str(),
+        Some(v) => {
+            return Err(format!(
                 "unknown DefaultChannelTypePreference: {v}; valid values are 'major' or 'minor'"
-            )),
-        };
+            ))
+        }
+    };
     let preference = match pref {
         "" if minor => Stream::Minor,
         "" => Stream::Major,
