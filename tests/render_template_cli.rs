@@ -277,3 +277,114 @@ fn digest_pinned_references_cannot_be_mapped_to_directories() {
         );
     }
 }
+
+/// Upstream's semver template README example (11 testoperator versions across Candidate, Fast
+/// and Stable), with bundle directories in place of its images (`--bundles-dir`, each
+/// directory named by the image's tag), and its documented channels and default channels.
+#[test]
+fn semver_readme_example_renders_upstreams_channels() {
+    let d = tempfile::tempdir().unwrap();
+    let all = [
+        "0.1.0", "0.1.1", "0.1.2", "0.1.3", "0.2.0", "0.2.1", "0.2.2", "0.3.0", "1.0.0", "1.0.1",
+        "1.1.0",
+    ];
+    for v in all {
+        bundle_dir(
+            d.path(),
+            &format!("testoperator.v{v}"),
+            "testoperator",
+            v,
+            "x",
+            None,
+        );
+    }
+    let list = |vs: &[&str]| -> String {
+        vs.iter()
+            .map(|v| format!("  - Image: quay.io/foo/olm:testoperator.v{v}\n"))
+            .collect()
+    };
+    let template = |major: bool, minor: bool| {
+        format!(
+            "Schema: olm.semver\nGenerateMajorChannels: {major}\nGenerateMinorChannels: {minor}\nCandidate:\n  Bundles:\n{}Fast:\n  Bundles:\n{}Stable:\n  Bundles:\n{}",
+            list(&all),
+            list(&["0.2.1", "0.2.2", "0.3.0", "1.0.1", "1.1.0"]),
+            list(&["1.0.1"])
+        )
+    };
+    let render = |major: bool, minor: bool| {
+        let t = d.path().join("t.yaml");
+        fs::write(&t, template(major, minor)).unwrap();
+        let (code, out, err) = opreg(&[
+            "render-template",
+            "semver",
+            t.to_str().unwrap(),
+            "--bundles-dir",
+            d.path().to_str().unwrap(),
+        ]);
+        assert_eq!(code, 0, "{err}");
+        let default = metas(&out, "olm.package")[0]["defaultChannel"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let chans: Vec<String> = metas(&out, "olm.channel")
+            .iter()
+            .map(|c| {
+                let es: Vec<String> = c["entries"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|e| {
+                        let n = |v: &serde_json::Value| {
+                            v.as_str()
+                                .unwrap_or("")
+                                .trim_start_matches("testoperator.v")
+                                .to_string()
+                        };
+                        let skips: Vec<String> = e["skips"]
+                            .as_array()
+                            .map(|s| s.iter().map(n).collect())
+                            .unwrap_or_default();
+                        format!(
+                            "{} r={} s=[{}]",
+                            n(&e["name"]),
+                            n(&e["replaces"]),
+                            skips.join(",")
+                        )
+                    })
+                    .collect();
+                format!("{}: {}", c["name"].as_str().unwrap(), es.join("; "))
+            })
+            .collect();
+        assert_validates(d.path(), &out);
+        (default, chans)
+    };
+    let (default, chans) = render(true, false);
+    assert_eq!(default, "stable-v1");
+    assert_eq!(
+        chans,
+        [
+            "candidate-v0: 0.1.0 r= s=[]; 0.1.1 r= s=[]; 0.1.2 r= s=[]; 0.1.3 r= s=[0.1.0,0.1.1,0.1.2]; 0.2.0 r= s=[]; 0.2.1 r= s=[]; 0.2.2 r=0.1.3 s=[0.1.0,0.1.1,0.1.2,0.2.0,0.2.1]; 0.3.0 r=0.2.2 s=[0.1.0,0.1.1,0.1.2,0.1.3,0.2.0,0.2.1]",
+            "candidate-v1: 1.0.0 r= s=[]; 1.0.1 r= s=[1.0.0]; 1.1.0 r=1.0.1 s=[1.0.0]",
+            "fast-v0: 0.2.1 r= s=[]; 0.2.2 r= s=[0.2.1]; 0.3.0 r=0.2.2 s=[0.2.1]",
+            "fast-v1: 1.0.1 r= s=[]; 1.1.0 r=1.0.1 s=[]",
+            "stable-v1: 1.0.1 r= s=[]",
+        ]
+    );
+    let (default, chans) = render(false, true);
+    assert_eq!(default, "stable-v1.0");
+    assert_eq!(
+        chans,
+        [
+            "candidate-v0.1: 0.1.0 r= s=[]; 0.1.1 r= s=[]; 0.1.2 r= s=[]; 0.1.3 r= s=[0.1.0,0.1.1,0.1.2]",
+            "candidate-v0.2: 0.2.0 r= s=[]; 0.2.1 r= s=[]; 0.2.2 r=0.1.3 s=[0.1.0,0.1.1,0.1.2,0.2.0,0.2.1]",
+            "candidate-v0.3: 0.3.0 r=0.2.2 s=[0.1.0,0.1.1,0.1.2,0.1.3,0.2.0,0.2.1]",
+            "candidate-v1.0: 1.0.0 r= s=[]; 1.0.1 r= s=[1.0.0]",
+            "candidate-v1.1: 1.1.0 r=1.0.1 s=[1.0.0]",
+            "fast-v0.2: 0.2.1 r= s=[]; 0.2.2 r= s=[0.2.1]",
+            "fast-v0.3: 0.3.0 r=0.2.2 s=[0.2.1]",
+            "fast-v1.0: 1.0.1 r= s=[]",
+            "fast-v1.1: 1.1.0 r=1.0.1 s=[]",
+            "stable-v1.0: 1.0.1 r= s=[]",
+        ]
+    );
+}
