@@ -388,3 +388,46 @@ fn semver_readme_example_renders_upstreams_channels() {
         ]
     );
 }
+
+#[test]
+fn the_template_can_come_from_standard_input() {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let d = tempfile::tempdir().unwrap();
+    bundle_dir(d.path(), "b1", "p", "1.0.0", "stable", None);
+    let b1 = d.path().join("b1");
+    let template = format!(
+        "schema: olm.semver\nstable:\n  bundles:\n  - image: {}\n",
+        b1.display()
+    );
+    for args in [
+        &["render-template", "semver", "-"][..],
+        &["render-template", "semver"][..],
+    ] {
+        let mut child = Command::new(common::bin())
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(template.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(
+            metas(&stdout, "olm.package")[0]["defaultChannel"],
+            "stable-v1.0"
+        );
+    }
+}

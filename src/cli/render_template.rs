@@ -37,8 +37,8 @@ pub struct Args {
     /// The template kind.
     #[arg(value_enum)]
     pub kind: Kind,
-    /// The template file (YAML or JSON).
-    #[arg(value_name = "FILE")]
+    /// The template file (YAML or JSON); `-` or none reads standard input, as opm does.
+    #[arg(value_name = "FILE", default_value = "-")]
     pub file: PathBuf,
     #[arg(short = 'o', long, value_enum, default_value_t = RenderFormat::Json)]
     pub output_format: RenderFormat,
@@ -53,8 +53,19 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> i32 {
-    let file = a.file.display().to_string();
-    let text = match std::fs::read(&a.file) {
+    let stdin = a.file.as_os_str() == "-";
+    let file = if stdin {
+        "standard input".to_string()
+    } else {
+        a.file.display().to_string()
+    };
+    let read = if stdin {
+        let mut b = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin(), &mut b).map(|_| b)
+    } else {
+        std::fs::read(&a.file)
+    };
+    let text = match read {
         Ok(b) => match String::from_utf8(b) {
             Ok(t) => t,
             Err(_) => {
@@ -67,7 +78,10 @@ pub fn run(a: Args) -> i32 {
             return super::EXIT_FAILURE;
         }
     };
-    let base = a.file.parent().map(Path::to_path_buf).unwrap_or_default();
+    let base = match a.file.parent() {
+        Some(p) if !stdin => p.to_path_buf(),
+        _ => PathBuf::new(),
+    };
     let mut renderer = |r: &str| render_reference(r, &base, &a);
     let mut cat = match template::render(a.kind, &text, &file, &mut renderer) {
         Ok(c) => c,
