@@ -175,6 +175,8 @@ fn errors_are_one_line_naming_the_file_with_stable_exit_codes() {
     one_error(code, &err, r#"unknown field "bogus""#);
     let (code, _, err) = run("schema: [olm.semver\n", "semver");
     one_error(code, &err, "decoding template");
+    let (code, _, err) = run("", "basic");
+    one_error(code, &err, "decoding template: the template is empty");
     let missing = d.path().join("missing.yaml");
     let (code, _, err) = opreg(&["render-template", "basic", missing.to_str().unwrap()]);
     assert_eq!(code, 1, "{err}");

@@ -54,10 +54,10 @@ fn first_document(text: &str) -> Result<Value, String> {
     };
     let v = Value::deserialize(de)
         .map_err(|e| format!("decoding template: {}", one_line(&e.to_string())))?;
-    if v.is_object() {
-        Ok(v)
-    } else {
-        Err("decoding template: the template is not a mapping".into())
+    match v {
+        Value::Object(_) => Ok(v),
+        Value::Null => Err("decoding template: the template is empty".into()),
+        _ => Err("decoding template: the template is not a mapping".into()),
     }
 }
 
