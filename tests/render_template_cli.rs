@@ -175,6 +175,28 @@ fn errors_are_one_line_naming_the_file_with_stable_exit_codes() {
     one_error(code, &err, r#"unknown field "bogus""#);
     let (code, _, err) = run("schema: [olm.semver\n", "semver");
     one_error(code, &err, "decoding template");
+    fs::write(
+        &t,
+        "schema: olm.semver\nstable:\n  bundles:\n  - image: quay.io/o/p:9.9.9\n",
+    )
+    .unwrap();
+    let (code, out, err) = opreg(&[
+        "render-template",
+        "semver",
+        t.to_str().unwrap(),
+        "--bundles-dir",
+        d.path().to_str().unwrap(),
+    ]);
+    assert!(out.is_empty());
+    one_error(
+        code,
+        &err,
+        r#"bundle "quay.io/o/p:9.9.9": no bundle directory "#,
+    );
+    assert!(
+        err.trim_end().ends_with("9.9.9 (from --bundles-dir)"),
+        "{err}"
+    );
     let (code, _, err) = run("", "basic");
     one_error(code, &err, "decoding template: the template is empty");
     let missing = d.path().join("missing.yaml");
