@@ -31,6 +31,8 @@
 //! * [`inventory`]: what a catalog holds, as `opreg list`'s rows (from the model, or from the
 //!   store's tables).
 //! * [`diff`]: comparing two catalogs (`opreg diff`), stranding asked of [`graph::resolve`].
+//! * [`template`]: catalog templates (basic, semver) expanded into a catalog, bundles rendered
+//!   by a caller-given renderer.
 //! * [`store`]: the SQLite store: schema from `migrations/`, atomic writes of a
 //!   `ValidCatalog`, materialized edges, read-only queries.
 //! * [`image`]: image references as SOURCEs: pulls catalog, index and bundle images from
@@ -91,6 +93,7 @@ pub mod server;
 pub mod source;
 pub mod sqlite;
 pub mod store;
+pub mod template;
 pub mod text;
 pub mod validate;
 pub mod version;

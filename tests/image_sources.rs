@@ -620,3 +620,60 @@ fn errors_in_an_image_name_the_reference_and_the_path_inside_it() {
         assert!(!l.contains("opreg-image-"), "no temp path: {l}");
     }
 }
+
+#[test]
+fn render_template_renders_bundle_images_as_render_does() {
+    let reg = Registry::http();
+    let ctx = Ctx::new();
+    reg.push("bundles/tvo", "6.1.10", &bundle_image());
+    let reference = format!("{}/bundles/tvo:6.1.10", reg.host());
+    let (code, bundle, err) = ctx.run(&["render", &reference, "--use-http"]);
+    assert_eq!(code, 0, "{err}");
+    let name = serde_json::from_str::<Value>(bundle.trim()).unwrap()["name"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let template = ctx.path("basic.yaml");
+    std::fs::write(
+        &template,
+        format!(
+            "schema: olm.template.basic\nentries:\n- schema: olm.package\n  name: tvo-operator\n  defaultChannel: 6.1.x\n- schema: olm.channel\n  package: tvo-operator\n  name: 6.1.x\n  entries:\n  - name: {name}\n- schema: olm.bundle\n  image: {reference}\n"
+        ),
+    )
+    .unwrap();
+    let (code, out, err) = ctx.run(&[
+        "render-template",
+        "basic",
+        template.to_str().unwrap(),
+        "--use-http",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 3, "{out}");
+    assert_eq!(
+        lines[2],
+        bundle.trim(),
+        "the bundle is what `opreg render IMAGE` writes"
+    );
+    let rendered = ctx.path("rendered.json");
+    std::fs::write(&rendered, &out).unwrap();
+    let (code, _, err) = ctx.run(&["validate", rendered.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    // A catalog image is not a bundle.
+    let semver = ctx.path("semver.yaml");
+    let catalog = format!("{}/catalog:v1", reg.host());
+    reg.push("catalog", "v1", &catalog_image(&fbc_dir(&ctx, "etcd")));
+    std::fs::write(
+        &semver,
+        format!("schema: olm.semver\nstable:\n  bundles:\n  - image: {catalog}\n"),
+    )
+    .unwrap();
+    let (code, _, err) = ctx.run(&[
+        "render-template",
+        "semver",
+        semver.to_str().unwrap(),
+        "--use-http",
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("not a bundle image"), "{err}");
+}

@@ -14,6 +14,7 @@ pub mod opm;
 pub mod output;
 pub mod reload;
 pub mod render;
+pub mod render_template;
 pub mod serve;
 pub mod upgrade;
 pub mod validate;
@@ -72,6 +73,7 @@ pub enum Command {
     Ingest(ingest::Args),
     Validate(validate::Args),
     Render(render::Args),
+    RenderTemplate(render_template::Args),
     Serve(serve::Args),
     Upgrade(upgrade::Args),
     Graph(graph::Args),
@@ -113,6 +115,7 @@ pub fn dispatch(cli: Cli) -> i32 {
         Command::Ingest(a) => ingest::run(a),
         Command::Validate(a) => validate::run(a),
         Command::Render(a) => render::run(a),
+        Command::RenderTemplate(a) => render_template::run(a),
         Command::Serve(a) => serve::run(a),
         Command::Upgrade(a) => upgrade::run(a),
         Command::Graph(a) => graph::run(a),

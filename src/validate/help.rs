@@ -8,7 +8,7 @@ use crate::graph::{replaces_walk, Versions};
 use crate::model::{Channel, Package};
 use std::path::Path;
 
-fn file_of(pkg: &Package, bundle: &str) -> String {
+pub(super) fn file_of(pkg: &Package, bundle: &str) -> String {
     pkg.bundles
         .get(bundle)
         .map_or_else(|| pkg.origin.file.clone(), |b| b.origin.file.clone())

@@ -7,6 +7,7 @@
 //! Graph questions are answered by [`crate::graph`]; nothing here re-derives an edge.
 //! Messages reuse upstream's key words so that searching for them finds both tools.
 
+pub mod edge_lint;
 mod help;
 pub mod properties;
 mod schemas;

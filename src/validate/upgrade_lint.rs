@@ -1,5 +1,6 @@
 //! Warnings for update graphs that classic OLM and OLM v1 resolve differently, and for
-//! downgrade hops (`opreg validate --upgrades`).
+//! downgrade hops (`opreg validate --upgrades`); the single-edge lints of
+//! [`super::edge_lint`] are reported with them.
 
 use crate::diag::{Diagnostic, Rule};
 use crate::graph::{channel_head, classic_chain, EdgeKind, EntryRule, Head, Versions};
@@ -179,6 +180,7 @@ pub fn lint(cat: &Catalog) -> Vec<Diagnostic> {
             }
         }
     }
+    out.extend(super::edge_lint::lint(cat));
     out
 }
 

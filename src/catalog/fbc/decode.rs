@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 /// field exactly or case-insensitively is assigned in turn, so of several spellings the last
 /// one in the canonical blob's byte-wise key order (serde_json's `Map` iterates sorted) wins,
 /// as it does upstream.
-pub(super) fn get_ci<'a>(m: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
+pub fn get_ci<'a>(m: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
     let folded = key.to_lowercase();
     m.iter()
         .rev()

@@ -1,0 +1,72 @@
+//! Catalog templates (`opreg render-template`): files an author writes instead of a whole
+//! catalog, expanded into FBC the way `opm alpha render-template` does.
+//!
+//! | file | owns |
+//! |---|---|
+//! | [`basic`] | `olm.template.basic`: FBC entries whose `olm.bundle` entries name only an image |
+//! | [`semver`] | `olm.semver`: Candidate/Fast/Stable bundle lists turned into major/minor channels, their replaces/skips and the default channel |
+//!
+//! A template never reads a bundle itself: the caller hands it a [`BundleRenderer`] that turns
+//! a bundle reference (an image, or a local bundle directory) into the `olm.bundle`s that
+//! `opreg render REFERENCE` writes. The result is a [`crate::model::Catalog`], written by
+//! [`crate::catalog::fbc::render`] like any other. Errors are one line (without the file name,
+//! which the caller adds).
+
+pub mod basic;
+pub mod semver;
+
+use crate::model::{Bundle, Catalog};
+use serde_json::Value;
+
+/// Turns one bundle reference into the bundles it holds; `Err` is a one-line reason.
+pub type BundleRenderer<'a> = dyn FnMut(&str) -> Result<Vec<Bundle>, String> + 'a;
+
+/// The template kinds `render-template` knows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Kind {
+    /// `schema: olm.template.basic`.
+    Basic,
+    /// `schema: olm.semver`.
+    Semver,
+}
+
+/// Renders a template of `kind` from its text (YAML or JSON; the first document is the
+/// template). `file` names the template in the origins of what it declares.
+pub fn render(
+    kind: Kind,
+    text: &str,
+    file: &str,
+    renderer: &mut BundleRenderer<'_>,
+) -> Result<Catalog, String> {
+    let doc = first_document(text)?;
+    match kind {
+        Kind::Basic => basic::render(&doc, file, renderer),
+        Kind::Semver => semver::render(&doc, renderer),
+    }
+}
+
+/// The first YAML (or JSON) document of `text`, as JSON.
+fn first_document(text: &str) -> Result<Value, String> {
+    use serde::Deserialize;
+    crate::yaml::check_flow_depth(text).map_err(|e| format!("decoding template: {e}"))?;
+    let Some(de) = yaml_serde::Deserializer::from_str(text).next() else {
+        return Err("decoding template: the file holds no document".into());
+    };
+    let v = Value::deserialize(de)
+        .map_err(|e| format!("decoding template: {}", one_line(&e.to_string())))?;
+    match v {
+        Value::Object(_) => Ok(v),
+        Value::Null => Err("decoding template: the template is empty".into()),
+        _ => Err("decoding template: the template is not a mapping".into()),
+    }
+}
+
+fn one_line(s: &str) -> String {
+    s.replace('\n', "; ")
+}
+
+/// The value of `key` in `m`, matched as Go's `encoding/json` matches struct fields
+/// (case-insensitively; the last match wins).
+fn field<'a>(m: &'a serde_json::Map<String, Value>, key: &str) -> Option<&'a Value> {
+    crate::catalog::fbc::decode::get_ci(m, key)
+}
