@@ -86,6 +86,12 @@ pub struct Args {
     /// within seconds. SIGHUP reloads at any time, with or without --watch.
     #[arg(long)]
     pub watch: bool,
+    /// Serve TLS on the gRPC port and the HTTP port with this PEM certificate (chain).
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The PEM private key of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
     /// Do not log one line per gRPC call and HTTP request.
     #[arg(long)]
     pub no_call_log: bool,
@@ -224,6 +230,10 @@ async fn run_async(mut a: Args) -> Result<()> {
         tracing::info!("cache is ready");
         return Ok(());
     }
+    let tls = a.tls_cert.clone().zip(a.tls_key.clone());
+    if let Some((cert, key)) = &tls {
+        crate::http::tls::check(cert, key)?;
+    }
     let listener = crate::server::bind(a.port).await?;
     let http_listener = match a.http_port {
         Some(p) => Some(crate::server::bind(p).await?),
@@ -314,6 +324,7 @@ async fn run_async(mut a: Args) -> Result<()> {
         state: Some(state.clone()),
         metrics: Some(metrics),
         http: http_listener.zip(http_state),
+        tls,
     };
     let watch = if a.watch {
         match &a.source {

@@ -160,6 +160,8 @@ pub fn ingest_in_process(sources: &[PathBuf], db: &Path) {
 /// behaviour; argv, exit codes and signals need the real binary ([`Server`]).
 pub struct InProcess {
     pub port: u16,
+    /// The served version: a test swaps in another with `state.set` (as a reload does).
+    pub state: std::sync::Arc<opreg::server::State>,
     _dir: tempfile::TempDir,
 }
 
@@ -184,6 +186,8 @@ impl InProcess {
 
     fn serve_db(db: PathBuf, dir: tempfile::TempDir) -> InProcess {
         let (tx, rx) = std::sync::mpsc::channel();
+        let state = std::sync::Arc::new(opreg::server::State::default());
+        let served = state.clone();
         std::thread::spawn(move || {
             let rt = rt();
             rt.block_on(async move {
@@ -192,9 +196,10 @@ impl InProcess {
                 let opts = opreg::server::Options {
                     port: 0,
                     grace: Duration::from_secs(1),
-                    state: None,
+                    state: Some(served),
                     metrics: None,
                     http: None,
+                    tls: None,
                 };
                 let _ = opreg::server::serve(listener, opts, move || {
                     opreg::store::Store::open_unverified(&db)
@@ -203,7 +208,11 @@ impl InProcess {
             });
         });
         let port = rx.recv().unwrap();
-        let s = InProcess { port, _dir: dir };
+        let s = InProcess {
+            port,
+            state,
+            _dir: dir,
+        };
         wait_serving(&s.addr(), Duration::from_secs(60), || None);
         s
     }
