@@ -18,12 +18,17 @@ pub fn server_config(cert: &Path, key: &Path, alpn: &[&[u8]]) -> Result<Arc<rust
         .map_err(|e| anyhow!("TLS setup failed: {e}"))?
         .with_no_client_auth()
         .with_single_cert(certs, key_der)
-        .map_err(|e| {
-            anyhow!(
+        .map_err(|e| match e {
+            rustls::Error::InconsistentKeys(_) => anyhow!(
+                "--tls-key {}: not the private key of the certificate in --tls-cert {}",
+                key.display(),
+                cert.display()
+            ),
+            e => anyhow!(
                 "--tls-key {}: cannot be used with --tls-cert {}: {e}",
                 key.display(),
                 cert.display()
-            )
+            ),
         })?;
     cfg.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
     Ok(Arc::new(cfg))

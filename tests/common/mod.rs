@@ -63,6 +63,14 @@ pub struct Server {
 impl Server {
     /// Starts `opreg serve ARGS -p <free port>` and waits until health says SERVING.
     pub fn start(args: &[&str]) -> Server {
+        let mut s = Server::spawn(args);
+        s.wait_serving(Duration::from_secs(60));
+        s
+    }
+
+    /// Starts `opreg serve ARGS -p <free port>` without waiting (a TLS server is waited for
+    /// with a TLS client).
+    pub fn spawn(args: &[&str]) -> Server {
         let port = free_port();
         let log = tempfile::NamedTempFile::new().expect("server log file");
         let child = Command::new(bin())
@@ -73,9 +81,13 @@ impl Server {
             .stderr(log.reopen().expect("server log file"))
             .spawn()
             .expect("spawn opreg serve");
-        let mut s = Server { child, port, log };
-        s.wait_serving(Duration::from_secs(60));
-        s
+        Server { child, port, log }
+    }
+
+    /// The exit status and stderr of a server that has exited.
+    pub fn exited(&mut self) -> Option<String> {
+        let status = self.child.try_wait().ok().flatten()?;
+        Some(format!("{status}:\n{}", self.log()))
     }
 
     pub fn addr(&self) -> String {
