@@ -86,6 +86,10 @@ pub struct Args {
     /// within seconds. SIGHUP reloads at any time, with or without --watch.
     #[arg(long)]
     pub watch: bool,
+    /// For an image SOURCE: ask the registry every D (30s, 5m, 1h30m) which digest the tag
+    /// names, and reload when it changes (only the manifest is read until then).
+    #[arg(long, value_name = "D", value_parser = super::poll::parse_interval)]
+    pub poll_interval: Option<Duration>,
     /// Serve TLS on the gRPC port and the HTTP port with this PEM certificate (chain).
     #[arg(long, value_name = "FILE", requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,
@@ -112,6 +116,12 @@ fn parse_catalog_name(s: &str) -> Result<String, String> {
 }
 
 pub fn run(a: Args) -> i32 {
+    if a.poll_interval.is_some() {
+        if let Err(e) = super::poll::check_source(a.source.as_deref()) {
+            super::output::error(e);
+            return super::EXIT_USAGE;
+        }
+    }
     disable_transparent_huge_pages();
     super::return_freed_memory_at_once();
     let workers = a.threads.map(usize::from).unwrap_or_else(|| {
@@ -231,9 +241,6 @@ async fn run_async(mut a: Args) -> Result<()> {
         return Ok(());
     }
     let tls = a.tls_cert.clone().zip(a.tls_key.clone());
-    if let Some((cert, key)) = &tls {
-        crate::http::tls::check(cert, key)?;
-    }
     let listener = crate::server::bind(a.port).await?;
     let http_listener = match a.http_port {
         Some(p) => Some(crate::server::bind(p).await?),
@@ -334,6 +341,11 @@ async fn run_async(mut a: Args) -> Result<()> {
     } else {
         None
     };
+    let poll = a.poll_interval.map(|every| super::poll::Poll {
+        source: a.source.clone().unwrap_or_default(),
+        image: a.image.clone(),
+        every,
+    });
     let (ready_tx, ready_rx) = tokio::sync::oneshot::channel::<()>();
     let reloader = Arc::new(reloader);
     let r = reloader.clone();
@@ -346,7 +358,7 @@ async fn run_async(mut a: Args) -> Result<()> {
     let reloads = async move {
         // Reloads start once the first version is served.
         if ready_rx.await.is_ok() {
-            reloader.run(watch).await;
+            reloader.run(watch, poll).await;
         }
         std::future::pending::<()>().await
     };

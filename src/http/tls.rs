@@ -34,12 +34,6 @@ pub fn server_config(cert: &Path, key: &Path, alpn: &[&[u8]]) -> Result<Arc<rust
     Ok(Arc::new(cfg))
 }
 
-/// Checks both files once at start-up, so a bad file is a one-line error before anything
-/// listens.
-pub fn check(cert: &Path, key: &Path) -> Result<()> {
-    server_config(cert, key, &[]).map(|_| ())
-}
-
 fn read_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>> {
     let bytes = std::fs::read(path)
         .map_err(|e| anyhow!("--tls-cert {}: cannot read: {e}", path.display()))?;
@@ -76,14 +70,14 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let junk = d.path().join("junk.pem");
         std::fs::write(&junk, "not a certificate\n").unwrap();
-        let e = check(&junk, &junk).unwrap_err().to_string();
+        let e = server_config(&junk, &junk, &[]).unwrap_err().to_string();
         assert!(
             e.starts_with("--tls-cert ") && e.contains("junk.pem"),
             "{e}"
         );
         assert!(!e.contains('\n'), "{e}");
         let missing = d.path().join("missing.pem");
-        let e = check(&missing, &junk).unwrap_err().to_string();
+        let e = server_config(&missing, &junk, &[]).unwrap_err().to_string();
         assert!(
             e.contains("missing.pem") && e.contains("cannot read"),
             "{e}"

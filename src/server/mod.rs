@@ -103,6 +103,18 @@ pub async fn serve(
     opts: Options,
     load: impl FnOnce() -> Result<Store> + Send + 'static,
 ) -> Result<()> {
+    // TLS files are read first: a bad one stops the start with one line naming it.
+    let (grpc_tls, http_tls) = match &opts.tls {
+        Some((cert, key)) => (
+            Some(crate::http::tls::server_config(cert, key, &[b"h2"])?),
+            Some(crate::http::tls::server_config(
+                cert,
+                key,
+                &[b"h2", b"http/1.1"],
+            )?),
+        ),
+        None => (None, None),
+    };
     let state = opts.state.clone().unwrap_or_default();
     let registry = registry::RegistryService {
         state: state.clone(),
@@ -176,17 +188,6 @@ pub async fn serve(
 
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let (http_stop_tx, http_stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let (grpc_tls, http_tls) = match &opts.tls {
-        Some((cert, key)) => (
-            Some(crate::http::tls::server_config(cert, key, &[b"h2"])?),
-            Some(crate::http::tls::server_config(
-                cert,
-                key,
-                &[b"h2", b"http/1.1"],
-            )?),
-        ),
-        None => (None, None),
-    };
     let http = opts.http.map(|(listener, st)| {
         tokio::spawn(crate::http::serve(listener, st, http_tls, async {
             let _ = http_stop_rx.await;
