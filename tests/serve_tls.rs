@@ -22,6 +22,10 @@ fn cert_pair(dir: &Path) -> (PathBuf, PathBuf) {
             "/CN=127.0.0.1",
             "-addext",
             "subjectAltName=IP:127.0.0.1",
+            // A leaf: webpki (the health probe's verifier) refuses a CA certificate used as
+            // the server's own (CaUsedAsEndEntity), which openssl's default for -x509 is.
+            "-addext",
+            "basicConstraints=critical,CA:FALSE",
         ],
     );
     (cert, key)
@@ -112,6 +116,55 @@ fn tls_on_both_ports_with_grpcurl_and_curl() {
     assert_ne!(code, 0, "plaintext gRPC answered on the TLS port");
     let (code, _, err) = grpcurl_with(&["-max-time", "10", &target, "list"], "");
     assert_ne!(code, 0, "an unknown CA was accepted: {err}");
+
+    // The built-in health probe, as grpc_health_probe (its flags) and as `opreg health-probe`.
+    let link_dir = tempfile::tempdir().unwrap();
+    let probe = link_dir.path().join("grpc_health_probe");
+    std::os::unix::fs::symlink(common::bin(), &probe).unwrap();
+    let run_probe = |args: &[&str]| {
+        let out = Command::new(&probe).args(args).output().unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).to_string()
+                + &String::from_utf8_lossy(&out.stderr),
+        )
+    };
+    let addr = format!("-addr={target}");
+    let (code, out) = run_probe(&[
+        &addr,
+        "-tls",
+        "-tls-ca-cert",
+        ca,
+        "-connect-timeout=10s",
+        "-rpc-timeout=10s",
+    ]);
+    assert_eq!((code, out.trim()), (0, "status: SERVING"));
+    let (code, out) = run_probe(&[
+        &addr,
+        "-tls",
+        "-tls-no-verify",
+        "-connect-timeout=10s",
+        "-rpc-timeout=10s",
+    ]);
+    assert_eq!((code, out.trim()), (0, "status: SERVING"));
+    // The public roots do not include the self-signed certificate; plaintext is no TLS server.
+    let (code, out) = run_probe(&[&addr, "-tls", "-connect-timeout=10s"]);
+    assert_eq!(code, 2, "{out}");
+    let (code, out) = run_probe(&[&addr, "-connect-timeout=3s", "-rpc-timeout=3s"]);
+    assert_ne!(code, 0, "{out}");
+    let (code, out, err) = opreg(&[
+        "health-probe",
+        "--addr",
+        &target,
+        "--tls",
+        "--tls-ca-cert",
+        ca,
+        "--rpc-timeout",
+        "10s",
+        "--connect-timeout",
+        "10s",
+    ]);
+    assert_eq!((code, out.trim()), (0, "status: SERVING"), "{err}");
 
     // /api/v1/all with the CA, over HTTP/1.1 and HTTP/2; the same bytes as render.
     let (code, rendered, err) = opreg(&["render", src.to_str().unwrap(), "-o", "json"]);

@@ -15,40 +15,15 @@ pub struct Poll {
     pub every: Duration,
 }
 
-/// `--poll-interval`: Go's duration syntax (`30s`, `5m`, `1h30m`, `1.5s`, `500ms`), at least
-/// 100 ms and at most a day.
+/// `--poll-interval`: Go's duration syntax (`30s`, `5m`, `1h30m`, `1.5s`, `500ms`, parsed as
+/// the health probe parses its flags), at least 100 ms and at most a day.
 pub fn parse_interval(s: &str) -> Result<Duration, String> {
-    let bad = || format!("{s:?} is not a duration like 30s, 5m or 1h30m");
-    let mut rest = s.trim();
-    if rest.is_empty() {
-        return Err(bad());
-    }
-    let mut total = 0f64;
-    while !rest.is_empty() {
-        let num_len = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .ok_or_else(bad)?;
-        let n: f64 = rest[..num_len].parse().map_err(|_| bad())?;
-        rest = &rest[num_len..];
-        let unit_len = rest
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
-        let scale = match &rest[..unit_len] {
-            "ns" => 1e-9,
-            "us" | "µs" => 1e-6,
-            "ms" => 1e-3,
-            "s" => 1.0,
-            "m" => 60.0,
-            "h" => 3600.0,
-            _ => return Err(bad()),
-        };
-        total += n * scale;
-        rest = &rest[unit_len..];
-    }
-    if !(0.1..=86400.0).contains(&total) {
+    let d = super::health_probe::parse_duration(s)
+        .map_err(|_| format!("{s:?} is not a duration like 30s, 5m or 1h30m"))?;
+    if !(Duration::from_millis(100)..=Duration::from_secs(86400)).contains(&d) {
         return Err(format!("{s:?} must be between 100ms and 24h"));
     }
-    Ok(Duration::from_secs_f64(total))
+    Ok(d)
 }
 
 /// `--poll-interval` only makes sense for an image SOURCE (a usage error otherwise).

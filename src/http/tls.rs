@@ -1,5 +1,7 @@
-//! `--tls-cert` and `--tls-key`: the rustls server configuration both listeners use, with the
-//! ring provider the registry client already uses. Every error is one line naming the file.
+//! TLS with rustls and the ring provider the registry client already uses: the server
+//! configuration both listeners use (`--tls-cert`, `--tls-key`), and the client configuration
+//! of the health probe (`-tls`, `-tls-ca-cert`, `-tls-no-verify`). Every error is one line
+//! naming the file.
 
 use anyhow::{anyhow, bail, Result};
 use rustls::pki_types::pem::PemObject;
@@ -35,18 +37,109 @@ pub fn server_config(cert: &Path, key: &Path, alpn: &[&[u8]]) -> Result<Arc<rust
 }
 
 fn read_certs(path: &Path) -> Result<Vec<CertificateDer<'static>>> {
-    let bytes = std::fs::read(path)
-        .map_err(|e| anyhow!("--tls-cert {}: cannot read: {e}", path.display()))?;
+    read_pem_certs("--tls-cert", path)
+}
+
+fn read_pem_certs(flag: &str, path: &Path) -> Result<Vec<CertificateDer<'static>>> {
+    let bytes =
+        std::fs::read(path).map_err(|e| anyhow!("{flag} {}: cannot read: {e}", path.display()))?;
     let certs = CertificateDer::pem_slice_iter(&bytes)
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| anyhow!("--tls-cert {}: invalid PEM: {e}", path.display()))?;
+        .map_err(|e| anyhow!("{flag} {}: invalid PEM: {e}", path.display()))?;
     if certs.is_empty() {
         bail!(
-            "--tls-cert {}: no CERTIFICATE block in the PEM file",
+            "{flag} {}: no CERTIFICATE block in the PEM file",
             path.display()
         );
     }
     Ok(certs)
+}
+
+/// How a client checks the server's certificate.
+pub enum Trust<'a> {
+    /// The Mozilla roots (webpki-roots, already in the tree through the registry client).
+    PublicRoots,
+    /// The certificates in this PEM file (the flag that named it, for errors).
+    CaFile(&'a str, &'a Path),
+    /// No check at all (grpc_health_probe's `-tls-no-verify`).
+    NoVerify,
+}
+
+/// A client configuration offering HTTP/2 (gRPC).
+pub fn client_config(trust: Trust) -> Result<Arc<rustls::ClientConfig>> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| anyhow!("TLS setup failed: {e}"))?;
+    let mut cfg = match trust {
+        Trust::NoVerify => builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(NoVerify(provider)))
+            .with_no_client_auth(),
+        Trust::PublicRoots | Trust::CaFile(..) => {
+            let mut roots = rustls::RootCertStore::empty();
+            match trust {
+                Trust::CaFile(flag, path) => {
+                    for c in read_pem_certs(flag, path)? {
+                        roots.add(c).map_err(|e| {
+                            anyhow!("{flag} {}: not a CA certificate: {e}", path.display())
+                        })?;
+                    }
+                }
+                _ => roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned()),
+            }
+            builder.with_root_certificates(roots).with_no_client_auth()
+        }
+    };
+    cfg.alpn_protocols = vec![b"h2".to_vec()];
+    Ok(Arc::new(cfg))
+}
+
+/// Accepts any certificate; signatures are still checked with the provider's algorithms, so
+/// the handshake itself stays sound.
+#[derive(Debug)]
+struct NoVerify(Arc<rustls::crypto::CryptoProvider>);
+
+impl rustls::client::danger::ServerCertVerifier for NoVerify {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &rustls::pki_types::ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        Ok(rustls::client::danger::ServerCertVerified::assertion())
+    }
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
 }
 
 fn read_key(path: &Path) -> Result<PrivateKeyDer<'static>> {
