@@ -17,13 +17,16 @@
 //! * `opreg diff DB SOURCE` (the built database against the catalog it was built from: every
 //!   version of every channel resolved for stranding), wall time and peak RSS;
 //! * for the largest real catalog, the same unary load at 64 callers with 1 and 2 worker
-//!   threads (`opreg serve --threads N`).
+//!   threads (`opreg serve --threads N`), its ingest from a registry (`image.rs`), and
+//!   catalogd's `/api/v1/all` at 10 clients against a file server, and the time from a file
+//!   change to the new content served (`http.rs`).
 //!
 //! Subcommands: `run` (the suite; `--smoke` for a seconds-long run on tiny inputs), `gen` (write
 //! a synthetic catalog), `floor-parse` (internal: the parse floor, run as a child).
 
 mod corpus;
 mod floor;
+mod http;
 mod image;
 mod load;
 mod procs;
@@ -76,6 +79,9 @@ enum Cmd {
         #[arg(long)]
         perf: Option<PathBuf>,
     },
+    /// Internal: the file server `/api/v1/all` is compared with (run as a child process).
+    #[command(hide = true)]
+    FileServer { file: PathBuf, port: u16 },
     /// Internal: the serde_json parse floor on FILE (run as a child process).
     #[command(hide = true)]
     FloorParse { file: PathBuf },
@@ -138,6 +144,7 @@ fn main() {
         }
         Some(Cmd::FloorParse { file }) => floor_parse(&file),
         Some(Cmd::FloorServe { answers, port }) => floor::serve(&answers, port),
+        Some(Cmd::FileServer { file, port }) => http::file_server(&file, port),
         Some(Cmd::Probe {
             db,
             rpc,
@@ -558,6 +565,12 @@ fn run(mut a: RunArgs) {
             eprintln!("harness: registry ingest not measured: {e}");
         }
         image::section(&mut report, &primary.name, &row);
+        eprintln!("harness: == {}: catalogd HTTP API ==", primary.name);
+        let row = http::measure(&bin, &primary.path, &work, dur);
+        if let Err(e) = &row {
+            eprintln!("harness: HTTP API not measured: {e}");
+        }
+        http::section(&mut report, &primary.name, &row);
     }
     match &a.out {
         Some(p) => std::fs::write(p, report).expect("write report"),

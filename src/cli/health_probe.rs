@@ -36,6 +36,19 @@ pub struct Args {
     /// Verbose output: the timings of the connection and the RPC, on stderr.
     #[arg(short, long)]
     pub verbose: bool,
+    /// Connect with TLS (`opreg serve --tls-cert`); the server's certificate is checked
+    /// against the public roots unless --tls-ca-cert or --tls-no-verify is given.
+    #[arg(long)]
+    pub tls: bool,
+    /// With --tls: trust the certificates in this PEM file.
+    #[arg(long, value_name = "FILE", requires = "tls")]
+    pub tls_ca_cert: Option<std::path::PathBuf>,
+    /// With --tls: do not check the server's certificate.
+    #[arg(long, requires = "tls", conflicts_with = "tls_ca_cert")]
+    pub tls_no_verify: bool,
+    /// With --tls: the name to check the certificate against [default: the host of --addr].
+    #[arg(long, value_name = "NAME", requires = "tls")]
+    pub tls_server_name: Option<String>,
 }
 
 /// grpc_health_probe's usage text, for `-h`/`-help`.
@@ -54,9 +67,15 @@ Usage of grpc_health_probe (opreg):
   -v	verbose logs
   -version
     	print version and exit
-  -tls, -tls-no-verify, -tls-ca-cert, -tls-client-cert, -tls-client-key, -tls-server-name,
-  -alts, -spiffe
-    	refused: opreg serves plaintext h2c only (as opm does)
+  -tls	use TLS (default: plaintext h2c)
+  -tls-ca-cert string
+    	path to file containing CA certificates (to override system roots)
+  -tls-no-verify
+    	with -tls, don't verify the certificate presented by the server
+  -tls-server-name string
+    	override the hostname used to verify the server certificate
+  -tls-client-cert, -tls-client-key, -alts, -spiffe
+    	refused: opreg serves no mutual TLS
 Exit codes: 0 SERVING, 1 bad arguments, 2 connection failure, 3 RPC failure, 4 not SERVING.
 ";
 
@@ -107,6 +126,10 @@ pub fn parse_go_flags(args: &[std::ffi::OsString]) -> Result<Args, String> {
         connect_timeout: Duration::from_secs(1),
         rpc_timeout: Duration::from_secs(1),
         verbose: false,
+        tls: false,
+        tls_ca_cert: None,
+        tls_no_verify: false,
+        tls_server_name: None,
     };
     let args: Vec<String> = args
         .iter()
@@ -122,8 +145,10 @@ pub fn parse_go_flags(args: &[std::ffi::OsString]) -> Result<Args, String> {
             Some((n, v)) => (n, Some(v.to_string())),
             None => (raw, None),
         };
-        let bool_flag =
-            name.starts_with("tls") || matches!(name, "v" | "version" | "gzip" | "alts" | "spiffe");
+        let bool_flag = matches!(
+            name,
+            "v" | "version" | "gzip" | "alts" | "spiffe" | "tls" | "tls-no-verify"
+        );
         let known = bool_flag
             || matches!(
                 name,
@@ -133,6 +158,10 @@ pub fn parse_go_flags(args: &[std::ffi::OsString]) -> Result<Args, String> {
                     | "rpc-timeout"
                     | "user-agent"
                     | "rpc-header"
+                    | "tls-ca-cert"
+                    | "tls-server-name"
+                    | "tls-client-cert"
+                    | "tls-client-key"
             );
         if !known {
             return Err(format!("flag provided but not defined: -{name}"));
@@ -153,11 +182,13 @@ pub fn parse_go_flags(args: &[std::ffi::OsString]) -> Result<Args, String> {
             "connect-timeout" => a.connect_timeout = go_flag_duration(name, &value)?,
             "rpc-timeout" => a.rpc_timeout = go_flag_duration(name, &value)?,
             "user-agent" | "rpc-header" => {}
-            n if n.starts_with("tls") || n == "alts" || n == "spiffe" => {
+            "tls" => a.tls = go_flag_bool(name, &value)?,
+            "tls-no-verify" => a.tls_no_verify = go_flag_bool(name, &value)?,
+            "tls-ca-cert" => a.tls_ca_cert = Some(value.into()),
+            "tls-server-name" => a.tls_server_name = Some(value),
+            n @ ("tls-client-cert" | "tls-client-key" | "alts" | "spiffe") => {
                 if value != "false" && !value.is_empty() {
-                    return Err(format!(
-                        "-{n} is not supported: opreg serves plaintext h2c only (as opm does)"
-                    ));
+                    return Err(format!("-{n} is not supported: opreg serves no mutual TLS"));
                 }
             }
             "gzip" | "version" => {}
@@ -170,6 +201,22 @@ pub fn parse_go_flags(args: &[std::ffi::OsString]) -> Result<Args, String> {
     if a.addr.is_empty() {
         return Err("-addr not specified".into());
     }
+    if !a.tls {
+        for (flag, set) in [
+            ("-tls-no-verify", a.tls_no_verify),
+            ("-tls-ca-cert", a.tls_ca_cert.is_some()),
+            ("-tls-server-name", a.tls_server_name.is_some()),
+        ] {
+            if set {
+                return Err(format!("specified {flag} without specifying -tls"));
+            }
+        }
+    }
+    if a.tls_no_verify && a.tls_ca_cert.is_some() {
+        return Err(
+            "cannot specify -tls-ca-cert with -tls-no-verify (CA cert would not be used)".into(),
+        );
+    }
     for (flag, d) in [
         ("connect-timeout", a.connect_timeout),
         ("rpc-timeout", a.rpc_timeout),
@@ -179,6 +226,17 @@ pub fn parse_go_flags(args: &[std::ffi::OsString]) -> Result<Args, String> {
         }
     }
     Ok(a)
+}
+
+/// A boolean flag's value, as Go's flag package reads it.
+fn go_flag_bool(name: &str, value: &str) -> Result<bool, String> {
+    match value {
+        "1" | "t" | "T" | "true" | "TRUE" | "True" => Ok(true),
+        "0" | "f" | "F" | "false" | "FALSE" | "False" => Ok(false),
+        _ => Err(format!(
+            "invalid boolean value {value:?} for -{name}: parse error"
+        )),
+    }
 }
 
 /// A duration flag's value, refused in the words of Go's flag package.
@@ -281,7 +339,40 @@ pub async fn check(a: &Args) -> (i32, String) {
         Ok(e) => e.connect_timeout(a.connect_timeout),
         Err(e) => return (EXIT_ARGS, format!("error: invalid -addr {:?}: {e}", a.addr)),
     };
-    let channel = match tokio::time::timeout(a.connect_timeout, endpoint.connect()).await {
+    let connect = async {
+        if !a.tls {
+            return endpoint.connect().await.map_err(anyhow::Error::from);
+        }
+        let trust = match (&a.tls_ca_cert, a.tls_no_verify) {
+            (Some(p), _) => crate::http::tls::Trust::CaFile("-tls-ca-cert", p),
+            (None, true) => crate::http::tls::Trust::NoVerify,
+            (None, false) => crate::http::tls::Trust::PublicRoots,
+        };
+        let cfg = crate::http::tls::client_config(trust)?;
+        let host = a.tls_server_name.clone().unwrap_or_else(|| {
+            addr.rsplit_once(':')
+                .map(|(h, _)| h.trim_matches(|c| c == '[' || c == ']').to_string())
+                .unwrap_or_else(|| addr.clone())
+        });
+        let name = rustls::pki_types::ServerName::try_from(host.clone())
+            .map_err(|e| anyhow::anyhow!("invalid server name {host:?}: {e}"))?;
+        let target = addr.clone();
+        let connector = tower::service_fn(move |_: http::Uri| {
+            let (cfg, name, target) = (cfg.clone(), name.clone(), target.clone());
+            async move {
+                let tcp = tokio::net::TcpStream::connect(target).await?;
+                let tls = tokio_rustls::TlsConnector::from(cfg)
+                    .connect(name, tcp)
+                    .await?;
+                Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(tls))
+            }
+        });
+        endpoint
+            .connect_with_connector(connector)
+            .await
+            .map_err(anyhow::Error::from)
+    };
+    let channel = match tokio::time::timeout(a.connect_timeout, connect).await {
         Ok(Ok(c)) => c,
         Ok(Err(e)) => {
             return (
@@ -289,7 +380,7 @@ pub async fn check(a: &Args) -> (i32, String) {
                 format!(
                     "error: failed to connect service at {:?}: {}",
                     a.addr,
-                    connect_failure(&e)
+                    connect_failure(AsRef::<dyn std::error::Error + Send + Sync>::as_ref(&e))
                 ),
             )
         }
@@ -358,8 +449,22 @@ mod tests {
         let a = parse_go_flags(&args).unwrap();
         assert_eq!(a.addr, ":50051");
         assert_eq!(a.rpc_timeout, Duration::from_secs(5));
-        let tls: Vec<std::ffi::OsString> = ["-tls"].iter().map(Into::into).collect();
-        assert!(parse_go_flags(&tls).unwrap_err().contains("not supported"));
+        let flags = |v: &[&str]| -> Vec<std::ffi::OsString> { v.iter().map(Into::into).collect() };
+        let a = parse_go_flags(&flags(&["-tls", "-tls-ca-cert", "ca.pem", "-addr=h:1"])).unwrap();
+        assert!(a.tls && !a.tls_no_verify);
+        assert_eq!(
+            a.tls_ca_cert.as_deref(),
+            Some(std::path::Path::new("ca.pem"))
+        );
+        let e = parse_go_flags(&flags(&["-tls-no-verify"])).unwrap_err();
+        assert_eq!(e, "specified -tls-no-verify without specifying -tls");
+        let e = parse_go_flags(&flags(&["-tls", "-tls-no-verify", "-tls-ca-cert=x"])).unwrap_err();
+        assert!(
+            e.contains("cannot specify -tls-ca-cert with -tls-no-verify"),
+            "{e}"
+        );
+        let e = parse_go_flags(&flags(&["-tls", "-tls-client-cert", "c.pem"])).unwrap_err();
+        assert!(e.contains("not supported"), "{e}");
         let bad: Vec<std::ffi::OsString> = ["-nope=1"].iter().map(Into::into).collect();
         assert!(parse_go_flags(&bad).is_err());
         // -v is grpc_health_probe's verbose flag, not a version flag.

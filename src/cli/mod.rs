@@ -12,6 +12,7 @@ pub mod list;
 pub mod load;
 pub mod opm;
 pub mod output;
+pub mod poll;
 pub mod reload;
 pub mod render;
 pub mod render_template;

@@ -1,7 +1,8 @@
 //! `opreg serve`'s served versions and content swaps without a restart.
 //!
 //! A version is a built store plus, with `--http-port`, its JSONL file ([`crate::http::content`]).
-//! A reload (SIGHUP at any time; file changes with `--watch`, debounced) re-reads the source,
+//! A reload (SIGHUP at any time; file changes with `--watch`, debounced; a moved image tag
+//! with `--poll-interval`, `cli::poll`) re-reads the source,
 //! validates it and builds the new version in a private directory beside the old one, then
 //! swaps it in: HTTP first, then gRPC (whose swap also makes existing connections reconnect).
 //! Calls in flight keep the version they started with; the old version's files go when its last
@@ -67,10 +68,14 @@ impl Reloader {
         Ok(v.store)
     }
 
-    /// Runs reloads until the process stops: on SIGHUP, and on changes under `watch`.
-    pub async fn run(&self, watch: Option<PathBuf>) {
+    /// Runs reloads until the process stops: on SIGHUP, on changes under `watch`, and when
+    /// `poll` finds the image tag moved.
+    pub async fn run(&self, watch: Option<PathBuf>, poll: Option<super::poll::Poll>) {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<&'static str>();
         let _watcher = watch.as_deref().and_then(|p| start_watch(p, tx.clone()));
+        if let Some(p) = poll {
+            tokio::spawn(p.run(self.state.clone(), tx.clone()));
+        }
         #[cfg(unix)]
         {
             let tx = tx.clone();

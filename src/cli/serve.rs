@@ -86,6 +86,16 @@ pub struct Args {
     /// within seconds. SIGHUP reloads at any time, with or without --watch.
     #[arg(long)]
     pub watch: bool,
+    /// For an image SOURCE: ask the registry every D (30s, 5m, 1h30m) which digest the tag
+    /// names, and reload when it changes (only the manifest is read until then).
+    #[arg(long, value_name = "D", value_parser = super::poll::parse_interval)]
+    pub poll_interval: Option<Duration>,
+    /// Serve TLS on the gRPC port and the HTTP port with this PEM certificate (chain).
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The PEM private key of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
     /// Do not log one line per gRPC call and HTTP request.
     #[arg(long)]
     pub no_call_log: bool,
@@ -106,6 +116,12 @@ fn parse_catalog_name(s: &str) -> Result<String, String> {
 }
 
 pub fn run(a: Args) -> i32 {
+    if a.poll_interval.is_some() {
+        if let Err(e) = super::poll::check_source(a.source.as_deref()) {
+            super::output::error(e);
+            return super::EXIT_USAGE;
+        }
+    }
     disable_transparent_huge_pages();
     super::return_freed_memory_at_once();
     let workers = a.threads.map(usize::from).unwrap_or_else(|| {
@@ -224,6 +240,7 @@ async fn run_async(mut a: Args) -> Result<()> {
         tracing::info!("cache is ready");
         return Ok(());
     }
+    let tls = a.tls_cert.clone().zip(a.tls_key.clone());
     let listener = crate::server::bind(a.port).await?;
     let http_listener = match a.http_port {
         Some(p) => Some(crate::server::bind(p).await?),
@@ -314,6 +331,7 @@ async fn run_async(mut a: Args) -> Result<()> {
         state: Some(state.clone()),
         metrics: Some(metrics),
         http: http_listener.zip(http_state),
+        tls,
     };
     let watch = if a.watch {
         match &a.source {
@@ -323,6 +341,11 @@ async fn run_async(mut a: Args) -> Result<()> {
     } else {
         None
     };
+    let poll = a.poll_interval.map(|every| super::poll::Poll {
+        source: a.source.clone().unwrap_or_default(),
+        image: a.image.clone(),
+        every,
+    });
     let (ready_tx, ready_rx) = tokio::sync::oneshot::channel::<()>();
     let reloader = Arc::new(reloader);
     let r = reloader.clone();
@@ -335,7 +358,7 @@ async fn run_async(mut a: Args) -> Result<()> {
     let reloads = async move {
         // Reloads start once the first version is served.
         if ready_rx.await.is_ok() {
-            reloader.run(watch).await;
+            reloader.run(watch, poll).await;
         }
         std::future::pending::<()>().await
     };

@@ -6,12 +6,16 @@
 //! | `mod.rs` | routing, the shared [`HttpState`], gzip, serving with graceful shutdown |
 //! | [`content`] | one version's JSONL file (what `opreg render -o json` writes) and its index |
 //! | [`catalogd`] | the `/api/v1/all` and `/api/v1/metas` handlers with catalogd's semantics |
+//! | [`conn`] | the accept loop of both ports (this one and gRPC's): a task per connection, TLS, graceful shutdown, GOAWAY after a swap |
+//! | [`tls`] | `--tls-cert`/`--tls-key`: the rustls configuration, one-line errors naming the file |
 //!
 //! Answers are streamed from the file on disk; a request keeps the version it started on even
 //! when a reload swaps in a new one ([`HttpState::swap`]).
 
 pub mod catalogd;
+pub mod conn;
 pub mod content;
+pub mod tls;
 
 use crate::metrics::Metrics;
 use anyhow::{Context, Result};
@@ -24,7 +28,10 @@ use std::future::Future;
 use std::sync::Arc;
 use tokio::net::TcpListener;
 
-/// catalogd's gzip threshold (klauspost gzhttp's default minimum size, in bytes).
+/// catalogd's gzip threshold: it wraps its handler in klauspost's `gzhttp.GzipHandler` with
+/// the defaults, whose `DefaultMinSize` is 1024 (not the 1400 of the older nytimes
+/// gziphandler), and bodies of at least that many bytes are compressed. Tested at the boundary
+/// in `tests/gzip_threshold.rs`.
 pub const GZIP_MIN_SIZE: u16 = 1024;
 
 /// What the HTTP handlers share.
@@ -169,12 +176,17 @@ pub fn router(state: Arc<HttpState>) -> axum::Router {
 pub async fn serve(
     listener: TcpListener,
     state: Arc<HttpState>,
+    tls: Option<Arc<rustls::ServerConfig>>,
     stop: impl Future<Output = ()> + Send + 'static,
 ) -> Result<()> {
     let local = listener.local_addr()?;
-    tracing::info!(address = %local, catalog = %state.name, "HTTP listening (catalogd API, /metrics)");
-    axum::serve(listener, router(state))
-        .with_graceful_shutdown(stop)
+    tracing::info!(address = %local, catalog = %state.name, tls = tls.is_some(), "HTTP listening (catalogd API, /metrics)");
+    let listen = conn::Listen {
+        http2_only: false,
+        tls,
+        goaway: None,
+    };
+    conn::serve(listener, router(state), listen, stop)
         .await
         .context("HTTP server failed")
 }

@@ -251,6 +251,40 @@ pub fn resolve(sources: &[PathBuf], args: &ImageArgs, progress: bool) -> Result<
     Ok(out)
 }
 
+/// The digest an image SOURCE's tag resolves to now (an index's digest for a multi-arch
+/// image: the same digest a pull of it records), from its manifest alone: no blob is read.
+/// `None` for a SOURCE that is not an image reference.
+pub fn current_digest(source: &Path, args: &ImageArgs) -> Result<Option<String>> {
+    if is_local(source) {
+        return Ok(None);
+    }
+    let text = source.to_string_lossy();
+    let Ok(image) = reference::parse_source(&text) else {
+        return Ok(None);
+    };
+    let fetched = match &image {
+        ImageSource::Registry(r) => {
+            let conn = registry::Connection {
+                use_http: args.use_http,
+                skip_tls_verify: args.skip_tls_verify,
+                timeout: Duration::from_secs(args.registry_timeout.max(1)),
+            };
+            let mut reg = registry::Registry::new(r, &conn);
+            registry::BlobSource::manifest(&mut reg, r.manifest_ref(), args.max_manifest_size)
+        }
+        ImageSource::Layout { dir, tag } => {
+            let mut layout = registry::Layout::open(dir)?;
+            registry::BlobSource::manifest(
+                &mut layout,
+                tag.as_deref().unwrap_or(""),
+                args.max_manifest_size,
+            )
+        }
+    }
+    .map_err(|e| anyhow::anyhow!("image {text}: {}", one_line(&e)))?;
+    Ok(Some(cache::digest_of(&fetched.bytes)))
+}
+
 /// An error as one line: its causes joined, newlines replaced.
 pub fn one_line(e: &anyhow::Error) -> String {
     format!("{e:#}").replace('\n', "; ")

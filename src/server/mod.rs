@@ -6,7 +6,8 @@
 //! name (as opm does). Opening checks only what is cheap (header, file size, format, schema
 //! version); SQLite's check of every page runs right after, and a damaged file stops the
 //! server with exit code 1 and the reason, as a failed load does. Shutdown: SIGTERM or SIGINT stops accepting, lets in-flight calls finish
-//! within the grace period, then exits 0. The server only reads the store.
+//! within the grace period, then exits 0. After a swap of the served version every open
+//! connection gets a GOAWAY (`http::conn`). The server only reads the store.
 
 pub mod health;
 pub mod registry;
@@ -51,6 +52,10 @@ impl State {
         self.failed.store(true, Ordering::Relaxed);
     }
     /// Serves `store` from now on (the first load, or a reload's swap).
+    /// Changes with every swap after the first load.
+    pub fn generation(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.generation.subscribe()
+    }
     pub fn set(&self, store: Store) {
         let swapped = self.store.swap(Some(Arc::new(store))).is_some();
         if swapped {
@@ -77,6 +82,8 @@ pub struct Options {
     pub metrics: Option<Arc<crate::metrics::Metrics>>,
     /// The HTTP port (catalogd API, health, metrics), stopped together with the gRPC port.
     pub http: Option<(TcpListener, Arc<crate::http::HttpState>)>,
+    /// `--tls-cert` and `--tls-key`: TLS on both ports.
+    pub tls: Option<(std::path::PathBuf, std::path::PathBuf)>,
 }
 
 /// Binds `[::]:port` (all interfaces, IPv4 and IPv6), falling back to `0.0.0.0` where the
@@ -96,6 +103,18 @@ pub async fn serve(
     opts: Options,
     load: impl FnOnce() -> Result<Store> + Send + 'static,
 ) -> Result<()> {
+    // TLS files are read first: a bad one stops the start with one line naming it.
+    let (grpc_tls, http_tls) = match &opts.tls {
+        Some((cert, key)) => (
+            Some(crate::http::tls::server_config(cert, key, &[b"h2"])?),
+            Some(crate::http::tls::server_config(
+                cert,
+                key,
+                &[b"h2", b"http/1.1"],
+            )?),
+        ),
+        None => (None, None),
+    };
     let state = opts.state.clone().unwrap_or_default();
     let registry = registry::RegistryService {
         state: state.clone(),
@@ -170,47 +189,45 @@ pub async fn serve(
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let (http_stop_tx, http_stop_rx) = tokio::sync::oneshot::channel::<()>();
     let http = opts.http.map(|(listener, st)| {
-        tokio::spawn(crate::http::serve(listener, st, async {
+        tokio::spawn(crate::http::serve(listener, st, http_tls, async {
             let _ = http_stop_rx.await;
         }))
     });
-    let server = tonic::transport::Server::builder()
-        .max_concurrent_streams(Some(10_000))
-        .layer(crate::metrics::layer::MetricsLayer::grpc(
+    let routes = tonic::service::Routes::new(
+        crate::served_api::registry_server::RegistryServer::new(registry.clone())
+            .max_encoding_message_size(usize::MAX),
+    )
+    .add_service(
+        api::experimental_registry_server::ExperimentalRegistryServer::new(registry)
+            .max_encoding_message_size(usize::MAX),
+    )
+    .add_service(crate::upgrades_api::upgrades_server::UpgradesServer::new(
+        upgrades,
+    ))
+    .add_service(tonic_health::pb::health_server::HealthServer::new(health))
+    .add_service(reflection_v1)
+    .add_service(reflection_v1alpha)
+    .prepare();
+    let svc = tower::Layer::layer(
+        &crate::metrics::layer::MetricsLayer::grpc(
             opts.metrics
                 .unwrap_or_else(|| Arc::new(crate::metrics::Metrics::new(false))),
-        ))
-        .add_service(
-            crate::served_api::registry_server::RegistryServer::new(registry.clone())
-                .max_encoding_message_size(usize::MAX),
-        )
-        .add_service(
-            api::experimental_registry_server::ExperimentalRegistryServer::new(registry)
-                .max_encoding_message_size(usize::MAX),
-        )
-        .add_service(crate::upgrades_api::upgrades_server::UpgradesServer::new(
-            upgrades,
-        ))
-        .add_service(tonic_health::pb::health_server::HealthServer::new(health))
-        .add_service(reflection_v1)
-        .add_service(reflection_v1alpha)
-        .serve_with_incoming_shutdown(
-            // TCP_NODELAY: tonic sets it only on listeners it binds itself. Without it a
-            // response larger than one segment waits for the client's delayed ACK (Nagle),
-            // about 40 ms per call.
-            tokio_stream::StreamExt::map(
-                tokio_stream::wrappers::TcpListenerStream::new(listener),
-                |conn| {
-                    if let Ok(c) = &conn {
-                        let _ = c.set_nodelay(true);
-                    }
-                    conn
-                },
-            ),
-            async {
-                let _ = stop_rx.await;
-            },
-        );
+        ),
+        routes,
+    );
+    // Served connection by connection (`http::conn`), so that a swap can send GOAWAY to each.
+    let server = crate::http::conn::serve(
+        listener,
+        svc,
+        crate::http::conn::Listen {
+            http2_only: true,
+            tls: grpc_tls,
+            goaway: Some(state.generation()),
+        },
+        async {
+            let _ = stop_rx.await;
+        },
+    );
     let mut server = Box::pin(server);
 
     tokio::select! {

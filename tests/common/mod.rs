@@ -63,6 +63,14 @@ pub struct Server {
 impl Server {
     /// Starts `opreg serve ARGS -p <free port>` and waits until health says SERVING.
     pub fn start(args: &[&str]) -> Server {
+        let mut s = Server::spawn(args);
+        s.wait_serving(Duration::from_secs(60));
+        s
+    }
+
+    /// Starts `opreg serve ARGS -p <free port>` without waiting (a TLS server is waited for
+    /// with a TLS client).
+    pub fn spawn(args: &[&str]) -> Server {
         let port = free_port();
         let log = tempfile::NamedTempFile::new().expect("server log file");
         let child = Command::new(bin())
@@ -73,9 +81,13 @@ impl Server {
             .stderr(log.reopen().expect("server log file"))
             .spawn()
             .expect("spawn opreg serve");
-        let mut s = Server { child, port, log };
-        s.wait_serving(Duration::from_secs(60));
-        s
+        Server { child, port, log }
+    }
+
+    /// The exit status and stderr of a server that has exited.
+    pub fn exited(&mut self) -> Option<String> {
+        let status = self.child.try_wait().ok().flatten()?;
+        Some(format!("{status}:\n{}", self.log()))
     }
 
     pub fn addr(&self) -> String {
@@ -160,6 +172,8 @@ pub fn ingest_in_process(sources: &[PathBuf], db: &Path) {
 /// behaviour; argv, exit codes and signals need the real binary ([`Server`]).
 pub struct InProcess {
     pub port: u16,
+    /// The served version: a test swaps in another with `state.set` (as a reload does).
+    pub state: std::sync::Arc<opreg::server::State>,
     _dir: tempfile::TempDir,
 }
 
@@ -184,6 +198,8 @@ impl InProcess {
 
     fn serve_db(db: PathBuf, dir: tempfile::TempDir) -> InProcess {
         let (tx, rx) = std::sync::mpsc::channel();
+        let state = std::sync::Arc::new(opreg::server::State::default());
+        let served = state.clone();
         std::thread::spawn(move || {
             let rt = rt();
             rt.block_on(async move {
@@ -192,9 +208,10 @@ impl InProcess {
                 let opts = opreg::server::Options {
                     port: 0,
                     grace: Duration::from_secs(1),
-                    state: None,
+                    state: Some(served),
                     metrics: None,
                     http: None,
+                    tls: None,
                 };
                 let _ = opreg::server::serve(listener, opts, move || {
                     opreg::store::Store::open_unverified(&db)
@@ -203,7 +220,11 @@ impl InProcess {
             });
         });
         let port = rx.recv().unwrap();
-        let s = InProcess { port, _dir: dir };
+        let s = InProcess {
+            port,
+            state,
+            _dir: dir,
+        };
         wait_serving(&s.addr(), Duration::from_secs(60), || None);
         s
     }

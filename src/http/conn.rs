@@ -1,0 +1,167 @@
+//! The accept loop both listeners share: each TCP connection (with TLS when configured) is
+//! served by hyper-util's connection builder in its own task, so the server can act on one
+//! connection at a time. A stop closes the listener and shuts every connection down
+//! gracefully; for the gRPC port, every swap of the served version does the same to the
+//! connections open at that moment (HTTP/2 GOAWAY: calls and streams in flight finish on the
+//! version they started with, and clients reconnect and re-list, as OLM expects when a catalog
+//! changes).
+
+use anyhow::Result;
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto::Builder;
+use hyper_util::service::TowerToHyperService;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// How long a client may take over its TLS handshake before the connection is dropped.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What one listener serves and how.
+pub struct Listen {
+    /// HTTP/2 only (gRPC), or HTTP/1.1 and HTTP/2 (the HTTP port).
+    pub http2_only: bool,
+    /// TLS on every connection.
+    pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// Connections open when this changes get a graceful shutdown (GOAWAY).
+    pub goaway: Option<watch::Receiver<u64>>,
+}
+
+/// Accepts connections until `stop` resolves, then stops accepting (the listener is closed at
+/// once), shuts every open connection down gracefully and returns when the last one closes.
+/// The caller bounds that wait with its grace period.
+pub async fn serve<S, B>(
+    listener: TcpListener,
+    svc: S,
+    listen: Listen,
+    stop: impl Future<Output = ()>,
+) -> Result<()>
+where
+    S: tower::Service<http::Request<Incoming>, Response = http::Response<B>>
+        + Clone
+        + Send
+        + 'static,
+    S::Future: Send + 'static,
+    S::Error: Into<BoxError>,
+    B: http_body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<BoxError>,
+{
+    let mut builder = Builder::new(TokioExecutor::new());
+    // hyper enforces its HTTP/1 header read timeout only when a timer is set.
+    builder.http1().timer(TokioTimer::new());
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .max_concurrent_streams(10_000);
+    if listen.http2_only {
+        builder = builder.http2_only();
+    }
+    let builder = Arc::new(builder);
+    let tls = listen.tls.map(tokio_rustls::TlsAcceptor::from);
+    // Every connection holds a receiver: `closed()` resolves when the last one is gone.
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let mut stop = std::pin::pin!(stop);
+    loop {
+        let (tcp, _) = tokio::select! {
+            _ = &mut stop => break,
+            conn = listener.accept() => match conn {
+                Ok(c) => c,
+                Err(e) => {
+                    // Out of descriptors and the like: wait a little rather than spin.
+                    tracing::debug!("accept failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        // Without TCP_NODELAY a response larger than one segment waits for the client's
+        // delayed ACK (Nagle), about 40 ms per call.
+        let _ = tcp.set_nodelay(true);
+        let svc = TowerToHyperService::new(svc.clone());
+        let builder = builder.clone();
+        let tls = tls.clone();
+        let stop_rx = stop_rx.clone();
+        let goaway = listen.goaway.clone().map(|mut g| {
+            g.mark_unchanged();
+            g
+        });
+        tokio::spawn(async move {
+            match tls {
+                None => one(&builder, TokioIo::new(tcp), svc, stop_rx, goaway).await,
+                Some(acceptor) => {
+                    match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
+                        Ok(Ok(io)) => one(&builder, TokioIo::new(io), svc, stop_rx, goaway).await,
+                        Ok(Err(e)) => tracing::debug!("TLS handshake failed: {e}"),
+                        Err(_) => tracing::debug!("TLS handshake timed out"),
+                    }
+                }
+            }
+        });
+    }
+    drop(listener);
+    let _ = stop_tx.send(true);
+    drop(stop_rx);
+    stop_tx.closed().await;
+    Ok(())
+}
+
+/// Serves one connection to its end; a stop, or a change of `goaway`, shuts it down
+/// gracefully (once).
+async fn one<I, S, B>(
+    builder: &Builder<TokioExecutor>,
+    io: I,
+    svc: S,
+    mut stop: watch::Receiver<bool>,
+    mut goaway: Option<watch::Receiver<u64>>,
+) where
+    I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+    S: hyper::service::Service<http::Request<Incoming>, Response = http::Response<B>>
+        + Clone
+        + Send
+        + 'static,
+    S::Future: Send + 'static,
+    S::Error: Into<BoxError>,
+    B: http_body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<BoxError>,
+{
+    let mut conn = std::pin::pin!(builder.serve_connection(io, svc));
+    let mut shutting_down = false;
+    loop {
+        let stopped = async {
+            if shutting_down || stop.wait_for(|s| *s).await.is_err() {
+                std::future::pending::<()>().await
+            }
+        };
+        let swapped = async {
+            match goaway.as_mut() {
+                Some(g) if !shutting_down => {
+                    if g.changed().await.is_err() {
+                        std::future::pending::<()>().await
+                    }
+                }
+                _ => std::future::pending::<()>().await,
+            }
+        };
+        tokio::select! {
+            res = conn.as_mut() => {
+                if let Err(e) = res {
+                    tracing::debug!("connection ended: {e}");
+                }
+                return;
+            }
+            _ = stopped => {}
+            _ = swapped => {}
+        }
+        // A stop or a swap: GOAWAY (HTTP/2) or close after the current response (HTTP/1).
+        conn.as_mut().graceful_shutdown();
+        shutting_down = true;
+        goaway = None;
+    }
+}
