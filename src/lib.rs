@@ -27,7 +27,8 @@
 //!   [`catalog::fbc`] also renders a catalog back to FBC.
 //! * [`validate`]: upstream's catalog rules, all errors at once, each naming file and rule;
 //!   only it makes a [`validate::ValidCatalog`].
-//! * [`wire`]: model → `api.Bundle` (field-fill rules, csvJson synthesis).
+//! * [`wire`]: model → `api.Bundle` (field-fill rules, csvJson synthesis), and the encoded
+//!   answers bundle RPCs send ([`wire::EncodedBundle`], served through [`served_api`]).
 //! * [`inventory`]: what a catalog holds, as `opreg list`'s rows (from the model, or from the
 //!   store's tables).
 //! * [`diff`]: comparing two catalogs (`opreg diff`), stranding asked of [`graph::resolve`].
