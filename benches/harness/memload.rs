@@ -59,7 +59,8 @@ async fn work(c: &mut RegistryClient<Channel>) -> Result<Work, String> {
         }
         for g in &b.provided_apis {
             if !g.version.is_empty() && !g.kind.is_empty() {
-                provided.push((g.group.clone(), g.version.clone(), g.kind.clone()));
+                let gvk = (g.group.clone(), g.version.clone(), g.kind.clone());
+                provided.push((b.csv_name.clone(), gvk));
             }
         }
         bundles.push((b.package_name, b.channel_name, b.csv_name));
@@ -84,8 +85,16 @@ async fn work(c: &mut RegistryClient<Channel>) -> Result<Work, String> {
             heads.push((n.clone(), ch.name, ch.csv_name));
         }
     }
-    provided.sort();
-    provided.dedup();
+    // Only APIs some channel head provides: GetLatestChannelEntriesThatProvide answers from
+    // the heads, and NOT_FOUND for the rest.
+    let head_csvs: std::collections::HashSet<&str> = heads.iter().map(|h| h.2.as_str()).collect();
+    let mut gvks: Vec<(String, String, String)> = provided
+        .into_iter()
+        .filter(|(csv, _)| head_csvs.contains(csv.as_str()))
+        .map(|(_, gvk)| gvk)
+        .collect();
+    gvks.sort();
+    gvks.dedup();
     if packages.is_empty() || bundles.is_empty() {
         return Err("the catalog is empty".into());
     }
@@ -94,7 +103,7 @@ async fn work(c: &mut RegistryClient<Channel>) -> Result<Work, String> {
         heads,
         replaced,
         bundles,
-        gvks: provided,
+        gvks,
     })
 }
 
