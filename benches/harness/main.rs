@@ -164,6 +164,8 @@ fn main() {
             let plan = olm_rows::Plan {
                 requests,
                 growth,
+                // The plot of a partial run stays in the work directory.
+                svg_in_docs: false,
                 ..olm_rows::Plan::new(false, DEFAULT_SEED)
             };
             let mut report = String::new();
