@@ -86,10 +86,10 @@ pub fn append(
                 let path: PathBuf = crate::growth::svg_path(plan.svg_in_docs, work);
                 match std::fs::write(&path, crate::growth::svg(points)) {
                     Ok(()) => {
-                        link = Some(if plan.smoke {
-                            path.display().to_string()
-                        } else {
+                        link = Some(if plan.svg_in_docs {
                             "docs/bench-growth.svg".into()
+                        } else {
+                            path.display().to_string()
                         })
                     }
                     Err(e) => eprintln!("harness: {}: {e}", path.display()),
