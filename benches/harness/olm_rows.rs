@@ -7,7 +7,6 @@ use std::process::Command;
 
 /// What to run.
 pub struct Plan {
-    pub smoke: bool,
     /// Requests in the memory-under-load run.
     pub requests: usize,
     /// Growth scales, smallest first (empty: no growth section).
@@ -23,7 +22,6 @@ pub struct Plan {
 impl Plan {
     pub fn new(smoke: bool, seed: u64) -> Plan {
         Plan {
-            smoke,
             requests: if smoke { 20_000 } else { 1_000_000 },
             growth: if smoke {
                 vec![0.05, 0.1, 0.2]
