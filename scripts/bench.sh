@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Benchmarks (issue 7): regenerates BENCHMARKS.md with one command.
 #
-#   scripts/bench.sh                 full run (about 5 minutes on 2 cores): the corpus's community
+#   scripts/bench.sh                 full run (about 15 minutes on 2 cores): the corpus's community
 #                                    and certified catalogs plus synthetic catalogs at 1x, 4x, 16x;
-#                                    writes BENCHMARKS.md
+#                                    then OLM fan-out and a million-request memory run on the
+#                                    community catalog and growth up to 64x (about 800 MB of FBC,
+#                                    plotted to docs/bench-growth.svg); writes BENCHMARKS.md
 #   scripts/bench.sh --smoke         seconds: the upstream manifests (rendered) and a tiny synthetic
 #                                    catalog, short load phases; writes a temp file and prints it
 #   scripts/bench.sh --out FILE      write the report elsewhere

@@ -25,10 +25,14 @@
 //! a synthetic catalog), `floor-parse` (internal: the parse floor, run as a child).
 
 mod corpus;
+mod fanout;
 mod floor;
+mod growth;
 mod http;
 mod image;
 mod load;
+mod memload;
+mod olm_rows;
 mod procs;
 mod synth;
 
@@ -82,6 +86,18 @@ enum Cmd {
     /// Internal: the file server `/api/v1/all` is compared with (run as a child process).
     #[command(hide = true)]
     FileServer { file: PathBuf, port: u16 },
+    /// Only the OLM fan-out and memory-under-load rows on CATALOG (and growth with --growth),
+    /// printed as Markdown (see olm_rows.rs).
+    Rows {
+        catalog: PathBuf,
+        #[arg(long, default_value_t = 1_000_000)]
+        requests: usize,
+        /// Growth scales (e.g. 16,64); none by default.
+        #[arg(long, value_delimiter = ',')]
+        growth: Vec<f64>,
+        #[arg(long)]
+        work: PathBuf,
+    },
     /// Internal: the serde_json parse floor on FILE (run as a child process).
     #[command(hide = true)]
     FloorParse { file: PathBuf },
@@ -154,6 +170,28 @@ fn main() {
             perf,
         }) => probe(&db, &rpc, callers, duration, threads, perf.as_deref()),
         Some(Cmd::Run(a)) => run(a),
+        Some(Cmd::Rows {
+            catalog,
+            requests,
+            growth,
+            work,
+        }) => {
+            let _ = std::fs::create_dir_all(&work);
+            let plan = olm_rows::Plan {
+                requests,
+                growth,
+                // The plot of a partial run stays in the work directory.
+                svg_in_docs: false,
+                ..olm_rows::Plan::new(false, DEFAULT_SEED)
+            };
+            let mut report = String::new();
+            let bin = PathBuf::from(env!("CARGO_BIN_EXE_opreg"));
+            let name = catalog.file_name().unwrap_or_default().to_string_lossy();
+            // The corpus catalogs need their few broken icons replaced (corpus.rs).
+            let catalog = corpus::repaired_copy(&catalog, &work.join("corpus")).expect("copy");
+            olm_rows::append(&mut report, &bin, &work, &name, Some(&catalog), &plan);
+            print!("{report}");
+        }
         None => {
             eprintln!("harness: no subcommand; see --help. Use scripts/bench.sh for the suite.");
         }
@@ -572,6 +610,16 @@ fn run(mut a: RunArgs) {
         }
         http::section(&mut report, &primary.name, &row);
     }
+    // Issue 17's rows: OLM fan-out and memory under load on the primary catalog, and growth.
+    let primary = inputs.iter().find(|i| i.primary);
+    olm_rows::append(
+        &mut report,
+        &bin,
+        &work,
+        primary.map_or("", |p| p.name.as_str()),
+        primary.map(|p| p.path.as_path()),
+        &olm_rows::Plan::new(a.smoke, a.seed),
+    );
     match &a.out {
         Some(p) => std::fs::write(p, report).expect("write report"),
         None => print!("{report}"),

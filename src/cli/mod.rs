@@ -130,13 +130,21 @@ pub fn dispatch(cli: Cli) -> i32 {
 
 pub fn init_logging(format: LogFormat, debug: bool) {
     use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_env("OPREG_LOG").unwrap_or_else(|_| {
+    let mut filter = EnvFilter::try_from_env("OPREG_LOG").unwrap_or_else(|_| {
         EnvFilter::new(if debug {
             "opreg=debug,info,rusqlite_migration=warn"
         } else {
             "info,rusqlite_migration=warn"
         })
     });
+    // The registry client's HTTP stack dumps headers and bodies at debug and trace level
+    // (Authorization headers, token answers): capped whatever OPREG_LOG asks, so no level of
+    // logging ever shows a credential.
+    for quiet in ["ureq=info", "ureq_proto=info", "rustls=info"] {
+        if let Ok(d) = quiet.parse() {
+            filter = filter.add_directive(d);
+        }
+    }
     // Colours only on a terminal: a pod's log or a CI log gets plain text.
     output::set_json(format == LogFormat::Json);
     // A closed stderr must not turn into a panic (tracing reports its own write errors with

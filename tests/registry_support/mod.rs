@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod ctx;
+pub mod throttle;
 pub mod token;
 
 use sha2::{Digest, Sha256};

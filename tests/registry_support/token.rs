@@ -10,6 +10,9 @@ use std::process::{Command, Stdio};
 
 pub const SERVICE: &str = "opreg-test-registry";
 pub const ISSUER: &str = "opreg-test-issuer";
+/// The OAuth2 refresh token (a docker config's `identitytoken`) the token server accepts in
+/// the POST flow.
+pub const REFRESH_TOKEN: &str = "opreg-test-refresh-7f3a9c";
 
 pub struct TokenServer {
     pub port: u16,
@@ -41,6 +44,7 @@ impl TokenServer {
                 let mut reader = BufReader::new(stream.try_clone().unwrap());
                 let mut request = String::new();
                 let mut authorized = false;
+                let mut length = 0usize;
                 loop {
                     let mut line = String::new();
                     if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
@@ -53,10 +57,43 @@ impl TokenServer {
                     if l.starts_with("authorization:") {
                         authorized = line.trim()[14..].trim() == super::basic(USER, PASSWORD);
                     }
+                    if let Some(v) = l.strip_prefix("content-length:") {
+                        length = v.trim().parse().unwrap_or(0);
+                    }
+                }
+                // The OAuth2 POST flow of the distribution token spec: a form with grant_type,
+                // service, client_id, scope and (for grant_type=refresh_token) the refresh token.
+                let mut oauth = false;
+                if request.starts_with("POST ") {
+                    let mut body = vec![0u8; length.min(64 * 1024)];
+                    let _ = std::io::Read::read_exact(&mut reader, &mut body);
+                    let form: std::collections::BTreeMap<String, String> =
+                        form_urlencoded::parse(&body).into_owned().collect();
+                    let get = |k: &str| form.get(k).map(String::as_str).unwrap_or("");
+                    oauth = true;
+                    authorized = get("grant_type") == "refresh_token"
+                        && get("refresh_token") == REFRESH_TOKEN
+                        && get("service") == SERVICE
+                        && !get("client_id").is_empty();
+                    // The log names the grant and the scope, never the token.
+                    request = format!(
+                        "{request} grant_type={} service={} scope={}",
+                        get("grant_type"),
+                        get("service"),
+                        get("scope")
+                    );
                 }
                 let (status, body) = if authorized {
                     let jwt = sign(&c, &k);
-                    (200, format!("{{\"token\":\"{jwt}\",\"expires_in\":3600}}"))
+                    if oauth {
+                        // The OAuth2 answer names it access_token.
+                        (
+                            200,
+                            format!("{{\"access_token\":\"{jwt}\",\"expires_in\":3600}}"),
+                        )
+                    } else {
+                        (200, format!("{{\"token\":\"{jwt}\",\"expires_in\":3600}}"))
+                    }
                 } else {
                     (401, "{}".to_string())
                 };

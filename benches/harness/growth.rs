@@ -1,0 +1,295 @@
+//! Growth (issue 17): synthetic catalogs up to 64× (about 800 MB of FBC), measured the same way
+//! at every scale: ingest wall time and peak RSS, database size, idle RSS of `opreg serve` and
+//! the time of a full ListBundles. Linear growth from the next-to-largest scale to the largest
+//! is checked against the growth of the input, and the figures are drawn as an SVG by the
+//! harness itself.
+
+use crate::procs::{run_child, Server};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+pub struct Point {
+    pub scale: f64,
+    pub source_mb: f64,
+    pub bundles: u64,
+    pub ingest_s: f64,
+    pub ingest_rss_mb: f64,
+    pub db_mb: f64,
+    pub idle_rss_mb: f64,
+    pub list_s: f64,
+    pub list_rss_mb: f64,
+}
+
+fn mb(p: &Path) -> f64 {
+    std::fs::metadata(p).map_or(0.0, |m| m.len() as f64 / 1e6)
+}
+
+/// One scale: generates the catalog (unless the main run already did), ingests, serves.
+fn point(bin: &Path, work: &Path, seed: u64, scale: f64) -> Result<Point, String> {
+    let src = work.join(format!("synth-{scale}x-seed{seed}.fbc.json"));
+    let generated = !src.is_file();
+    if generated {
+        let f = std::fs::File::create(&src).map_err(|e| e.to_string())?;
+        let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
+        crate::synth::write_catalog(&mut w, seed, crate::synth::packages_at(scale))
+            .map_err(|e| e.to_string())?;
+        std::io::Write::flush(&mut w).map_err(|e| e.to_string())?;
+    }
+    let db = work.join(format!("growth-{scale}x.db"));
+    let _ = std::fs::remove_file(&db);
+    let ingest = run_child(
+        Command::new(bin)
+            .arg("ingest")
+            .arg(&src)
+            .arg("-o")
+            .arg(&db)
+            .arg("-q"),
+        &work.join("growth.stderr"),
+    )?;
+    let source_mb = mb(&src);
+    if generated {
+        let _ = std::fs::remove_file(&src);
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let mut s = Server::spawn(bin, &db, None, &work.join("growth-serve.log"));
+    rt.block_on(crate::load::wait_serving(&mut s, Duration::from_secs(120)))?;
+    s.wait_log("integrity check passed", Duration::from_secs(300));
+    std::thread::sleep(Duration::from_millis(500));
+    let idle = s.rss_kb();
+    let list = rt.block_on(crate::load::list_bundles(&s));
+    drop(s);
+    let p = Point {
+        scale,
+        source_mb,
+        bundles: list.msgs,
+        ingest_s: ingest.wall.as_secs_f64(),
+        ingest_rss_mb: ingest.maxrss_kb as f64 / 1024.0,
+        db_mb: mb(&db),
+        idle_rss_mb: idle as f64 / 1024.0,
+        list_s: list.secs,
+        list_rss_mb: list.rss_peak_kb as f64 / 1024.0,
+    };
+    let _ = std::fs::remove_file(&db);
+    eprintln!(
+        "harness: growth {scale}×: {:.0} MB, ingest {:.1} s, DB {:.0} MB, ListBundles {:.2} s",
+        p.source_mb, p.ingest_s, p.db_mb, p.list_s
+    );
+    Ok(p)
+}
+
+/// Measures every scale, smallest first.
+pub fn measure(bin: &Path, work: &Path, seed: u64, scales: &[f64]) -> Result<Vec<Point>, String> {
+    scales.iter().map(|&s| point(bin, work, seed, s)).collect()
+}
+
+/// Where the plot goes: `docs/bench-growth.svg` for the full run (linked from BENCHMARKS.md),
+/// the work directory for a smoke run.
+pub fn svg_path(in_docs: bool, work: &Path) -> PathBuf {
+    if in_docs {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/bench-growth.svg")
+    } else {
+        work.join("bench-growth.svg")
+    }
+}
+
+/// A plotted figure: label, colour, value.
+type Series = (&'static str, &'static str, fn(&Point) -> f64);
+
+/// Each metric divided by its value at the largest-but-one scale, against the input size
+/// divided likewise: on the dashed diagonal means proportional growth.
+pub fn svg(points: &[Point]) -> String {
+    let (w, h, m) = (640.0, 420.0, 60.0);
+    let base = &points[points.len().saturating_sub(2)];
+    let xmax = points
+        .iter()
+        .map(|p| p.source_mb / base.source_mb)
+        .fold(1.0, f64::max);
+    let series: [Series; 4] = [
+        ("ingest time", "#1f77b4", |p| p.ingest_s),
+        ("ListBundles time", "#d62728", |p| p.list_s),
+        ("database size", "#2ca02c", |p| p.db_mb),
+        ("peak ingest RSS", "#9467bd", |p| p.ingest_rss_mb),
+    ];
+    let ymax = series
+        .iter()
+        .flat_map(|(_, _, f)| points.iter().map(move |p| f(p) / f(base).max(1e-9)))
+        .fold(xmax, f64::max)
+        * 1.05;
+    let x = |v: f64| m + v / xmax * (w - 2.0 * m);
+    let y = |v: f64| h - m - v / ymax * (h - 2.0 * m);
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="12">"#
+    );
+    let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
+    let _ = writeln!(
+        s,
+        r#"<text x="{}" y="20" text-anchor="middle" font-size="14">Growth with catalog size (relative to the {}× catalog)</text>"#,
+        w / 2.0,
+        base.scale
+    );
+    let _ = writeln!(
+        s,
+        r#"<line x1="{m}" y1="{}" x2="{}" y2="{}" stroke="black"/><line x1="{m}" y1="{}" x2="{m}" y2="{m}" stroke="black"/>"#,
+        h - m,
+        w - m,
+        h - m,
+        h - m
+    );
+    let _ = writeln!(
+        s,
+        r#"<line x1="{}" y1="{}" x2="{}" y2="{}" stroke="gray" stroke-dasharray="5,4"/>"#,
+        x(0.0),
+        y(0.0),
+        x(xmax.min(ymax)),
+        y(xmax.min(ymax))
+    );
+    for p in points {
+        let v = p.source_mb / base.source_mb;
+        let _ = writeln!(
+            s,
+            r#"<text x="{:.1}" y="{}" text-anchor="middle">{}×</text>"#,
+            x(v),
+            h - m + 16.0,
+            p.scale
+        );
+    }
+    let _ = writeln!(
+        s,
+        r#"<text x="{}" y="{}" text-anchor="middle">input size (FBC MB) ÷ {:.0} MB</text>"#,
+        w / 2.0,
+        h - m + 36.0,
+        base.source_mb
+    );
+    for k in 0..=4 {
+        let v = ymax * k as f64 / 4.0;
+        let _ = writeln!(
+            s,
+            r#"<text x="{}" y="{:.1}" text-anchor="end">{v:.1}</text>"#,
+            m - 6.0,
+            y(v) + 4.0
+        );
+    }
+    for (i, (label, colour, f)) in series.iter().enumerate() {
+        let pts: Vec<String> = points
+            .iter()
+            .map(|p| {
+                format!(
+                    "{:.1},{:.1}",
+                    x(p.source_mb / base.source_mb),
+                    y(f(p) / f(base).max(1e-9))
+                )
+            })
+            .collect();
+        let _ = writeln!(
+            s,
+            r#"<polyline fill="none" stroke="{colour}" stroke-width="2" points="{}"/>"#,
+            pts.join(" ")
+        );
+        for pt in &pts {
+            let (px, py) = pt.split_once(',').unwrap_or(("0", "0"));
+            let _ = writeln!(s, r#"<circle cx="{px}" cy="{py}" r="3" fill="{colour}"/>"#);
+        }
+        let ly = m + 10.0 + 18.0 * i as f64;
+        let _ = writeln!(
+            s,
+            r#"<line x1="{}" y1="{ly}" x2="{}" y2="{ly}" stroke="{colour}" stroke-width="2"/><text x="{}" y="{}">{label}</text>"#,
+            m + 10.0,
+            m + 34.0,
+            m + 40.0,
+            ly + 4.0
+        );
+    }
+    let ly = m + 10.0 + 18.0 * series.len() as f64;
+    let _ = writeln!(
+        s,
+        r#"<line x1="{}" y1="{ly}" x2="{}" y2="{ly}" stroke="gray" stroke-dasharray="5,4"/><text x="{}" y="{}">proportional to input</text>"#,
+        m + 10.0,
+        m + 34.0,
+        m + 40.0,
+        ly + 4.0
+    );
+    s.push_str("</svg>\n");
+    s
+}
+
+/// The report section: the table, the targets from the largest-but-one scale to the largest,
+/// and a link to the plot.
+pub fn section(w: &mut String, points: &Result<Vec<Point>, String>, svg_link: Option<&str>) {
+    let _ = writeln!(w, "\n## Growth\n\nSynthetic catalogs (same seed), each measured the same way: `opreg ingest` (wall, peak RSS), the database's size, `opreg serve` idle RSS 0.5 s after SERVING, and one full ListBundles (every message decoded, server RSS sampled while streaming).\n");
+    let pts = match points {
+        Err(e) => {
+            let _ = writeln!(w, "Not measured: {e}");
+            return;
+        }
+        Ok(p) if p.len() < 2 => {
+            let _ = writeln!(w, "Not measured: fewer than two scales.");
+            return;
+        }
+        Ok(p) => p,
+    };
+    let _ = writeln!(w, "| scale | FBC MB | bundles | ingest (s) | peak ingest RSS (MB) | DB MB | serve idle RSS (MB) | ListBundles (s) | RSS during ListBundles (MB) |\n|---|---|---|---|---|---|---|---|---|");
+    for p in pts {
+        let _ = writeln!(
+            w,
+            "| {}× | {:.1} | {} | {:.2} | {:.0} | {:.1} | {:.1} | {:.2} | {:.1} |",
+            p.scale,
+            p.source_mb,
+            p.bundles,
+            p.ingest_s,
+            p.ingest_rss_mb,
+            p.db_mb,
+            p.idle_rss_mb,
+            p.list_s,
+            p.list_rss_mb
+        );
+    }
+    let (a, b) = (&pts[pts.len() - 2], &pts[pts.len() - 1]);
+    let input = b.source_mb / a.source_mb;
+    let met = |ok: bool| if ok { "MET" } else { "NOT MET" };
+    let _ = writeln!(w, "\n{}× → {}×: the input grew {input:.2}×. Linear means each figure grew by that factor within 15 % (its growth ÷ the input's in 0.85–1.15).\n", a.scale, b.scale);
+    let _ = writeln!(
+        w,
+        "| target ({}× → {}×) | limit | measured | met |\n|---|---|---|---|",
+        a.scale, b.scale
+    );
+    for (what, fa, fb) in [
+        ("ingest time grows linearly", a.ingest_s, b.ingest_s),
+        ("ListBundles time grows linearly", a.list_s, b.list_s),
+        ("database size grows linearly", a.db_mb, b.db_mb),
+    ] {
+        let r = fb / fa.max(1e-9) / input;
+        let _ = writeln!(
+            w,
+            "| {what} | growth ÷ input 0.85–1.15 | {:.2}× ÷ {input:.2}× = {r:.2} | {} |",
+            fb / fa.max(1e-9),
+            met((0.85..=1.15).contains(&r))
+        );
+    }
+    let _ = writeln!(
+        w,
+        "| peak ingest RSS below the input ({}×) | < {:.0} MB | {:.0} MB | {} |",
+        b.scale,
+        b.source_mb / 1.048_576,
+        b.ingest_rss_mb,
+        met(b.ingest_rss_mb * 1.048_576 < b.source_mb)
+    );
+    let r = b.idle_rss_mb / a.idle_rss_mb.max(1e-9);
+    let _ = writeln!(
+        w,
+        "| serve idle RSS flat | ≤ 1.15 × {:.1} MB | {:.1} MB ({r:.2}×) | {} |",
+        a.idle_rss_mb,
+        b.idle_rss_mb,
+        met(r <= 1.15)
+    );
+    if let Some(link) = svg_link {
+        let _ = writeln!(w, "\n![Growth plot: each figure relative to the {}× catalog against the input size]({link})", a.scale);
+    }
+}
