@@ -32,38 +32,46 @@ pub fn canonicalize_str(s: &str) -> Result<String, serde_json::Error> {
 /// Those characters can only occur inside string literals, so a textual pass is exact.
 pub fn go_html_escape(json: &str) -> String {
     let b = json.as_bytes();
-    // U+2028 and U+2029 are E2 80 A8 and E2 80 A9 in UTF-8.
-    let special = |i: usize| match b[i] {
-        b'<' | b'>' | b'&' => true,
-        0xE2 => b.get(i + 1) == Some(&0x80) && matches!(b.get(i + 2), Some(0xA8 | 0xA9)),
-        _ => false,
-    };
-    let Some(first) = (0..b.len()).find(|&i| special(i)) else {
+    let Some(mut i) = next_html_special(b, 0) else {
         return json.to_string();
     };
     let mut out = String::with_capacity(json.len() + 16);
-    out.push_str(&json[..first]);
-    let mut start = first;
-    let mut i = first;
-    while i < b.len() {
-        if special(i) {
-            out.push_str(&json[start..i]);
-            let (esc, len) = match b[i] {
-                b'<' => ("\\u003c", 1),
-                b'>' => ("\\u003e", 1),
-                b'&' => ("\\u0026", 1),
-                _ if b[i + 2] == 0xA8 => ("\\u2028", 3),
-                _ => ("\\u2029", 3),
-            };
-            out.push_str(esc);
-            i += len;
-            start = i;
-        } else {
-            i += 1;
+    let mut start = 0;
+    loop {
+        out.push_str(&json[start..i]);
+        let (esc, len) = match b[i] {
+            b'<' => ("\\u003c", 1),
+            b'>' => ("\\u003e", 1),
+            b'&' => ("\\u0026", 1),
+            _ if b[i + 2] == 0xA8 => ("\\u2028", 3),
+            _ => ("\\u2029", 3),
+        };
+        out.push_str(esc);
+        start = i + len;
+        match next_html_special(b, start) {
+            Some(n) => i = n,
+            None => break,
         }
     }
     out.push_str(&json[start..]);
     out
+}
+
+/// The offset of the first `<`, `>`, `&`, U+2028 or U+2029 (E2 80 A8/A9 in UTF-8) in `b` at or
+/// after `from`.
+fn next_html_special(b: &[u8], from: usize) -> Option<usize> {
+    let rest = &b[from..];
+    let html = memchr::memchr3(b'<', b'>', b'&', rest);
+    let upto = html.unwrap_or(rest.len());
+    let mut k = 0;
+    while let Some(j) = memchr::memchr(0xE2, &rest[k..upto]) {
+        let at = k + j;
+        if rest.get(at + 1) == Some(&0x80) && matches!(rest.get(at + 2), Some(0xA8 | 0xA9)) {
+            return Some(from + at);
+        }
+        k = at + 1;
+    }
+    html.map(|h| from + h)
 }
 
 fn write_value(out: &mut String, v: &Value) {
