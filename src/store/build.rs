@@ -307,8 +307,11 @@ fn fill(
         info.execute(["entries", &cat.entry_count().to_string()])?;
 
         let mut ins_pkg = tx.prepare("INSERT INTO package (name, default_channel, description, icon_data, icon_mediatype, properties, deprecation) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")?;
-        let mut set_csv =
-            tx.prepare("UPDATE package_csv SET description = ?2, icon = ?3 WHERE package = ?1")?;
+        // Bundles may be written before or after their package (streaming or not).
+        let mut set_csv = tx.prepare(
+            "INSERT INTO package_csv (package, description, icon) VALUES (?1, ?2, ?3)
+             ON CONFLICT (package) DO UPDATE SET description = excluded.description, icon = excluded.icon",
+        )?;
         let mut ins_ch = tx.prepare("INSERT INTO channel (package, name, head, properties, deprecation) VALUES (?1, ?2, ?3, ?4, ?5)")?;
         let mut ins_entry = tx.prepare("INSERT INTO channel_entry (package, channel, bundle, seq, position, replaces, skips, skip_range) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)")?;
         let mut ins_edge = tx.prepare("INSERT OR IGNORE INTO edge (package, channel, from_bundle, to_bundle, kind, synthetic) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")?;

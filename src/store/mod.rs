@@ -15,7 +15,7 @@
 //! | [`build`] | the [`Builder`]: writing a validated catalog atomically, temp-file cleanup |
 //! | [`load`] | reading a whole catalog back into the model |
 //! | `list` | `opreg list`'s narrow queries: package, channel and entry rows |
-//! | [`query`] | the server's read queries and decoding of stored wire forms |
+//! | [`query`] | the server's read queries and the answers spliced from stored wire forms |
 //! | [`upgrade_query`] | the [`crate::graph::resolve::UpgradeGraph`] over stored edges |
 
 mod build;
