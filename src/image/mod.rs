@@ -264,12 +264,7 @@ pub fn current_digest(source: &Path, args: &ImageArgs) -> Result<Option<String>>
     };
     let fetched = match &image {
         ImageSource::Registry(r) => {
-            let conn = registry::Connection {
-                use_http: args.use_http,
-                skip_tls_verify: args.skip_tls_verify,
-                timeout: Duration::from_secs(args.registry_timeout.max(1)),
-            };
-            let mut reg = registry::Registry::new(r, &conn);
+            let mut reg = registry::Registry::new(r, &args.connection());
             registry::BlobSource::manifest(&mut reg, r.manifest_ref(), args.max_manifest_size)
         }
         ImageSource::Layout { dir, tag } => {
@@ -288,6 +283,17 @@ pub fn current_digest(source: &Path, args: &ImageArgs) -> Result<Option<String>>
 /// An error as one line: its causes joined, newlines replaced.
 pub fn one_line(e: &anyhow::Error) -> String {
     format!("{e:#}").replace('\n', "; ")
+}
+
+impl ImageArgs {
+    /// How to reach a registry: `--use-http`, `--skip-tls-verify` and the timeout.
+    fn connection(&self) -> registry::Connection {
+        registry::Connection {
+            use_http: self.use_http,
+            skip_tls_verify: self.skip_tls_verify,
+            timeout: Duration::from_secs(self.registry_timeout.max(1)),
+        }
+    }
 }
 
 fn pull_options(args: &ImageArgs, progress: bool) -> Result<pull::PullOptions> {
@@ -320,12 +326,7 @@ fn pull_one(
 ) -> Result<pull::Pulled> {
     match image {
         ImageSource::Registry(r) => {
-            let conn = registry::Connection {
-                use_http: args.use_http,
-                skip_tls_verify: args.skip_tls_verify,
-                timeout: Duration::from_secs(args.registry_timeout.max(1)),
-            };
-            let mut reg = registry::Registry::new(r, &conn);
+            let mut reg = registry::Registry::new(r, &args.connection());
             pull::pull(&mut reg, r.manifest_ref(), opts, staging)
         }
         ImageSource::Layout { dir, tag } => {
