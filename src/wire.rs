@@ -302,13 +302,6 @@ impl std::fmt::Debug for EncodedBundle {
     }
 }
 
-impl EncodedBundle {
-    /// The message these bytes encode.
-    pub fn decode(&self) -> Result<api::Bundle, prost::DecodeError> {
-        prost::Message::decode(self.0.as_ref())
-    }
-}
-
 impl prost::Message for EncodedBundle {
     fn encode_raw(&self, buf: &mut impl prost::bytes::BufMut) {
         buf.put_slice(&self.0);

@@ -712,15 +712,12 @@ fn serve_with_a_prebuilt_cache_needs_no_writable_tmpdir() {
     unsafe_kill(child.id() as i32, 15);
     assert_eq!(child.wait().unwrap().code(), Some(0));
     // Without a cache directory the server says where it needs to write.
-    let (code, _, err) = {
-        let out = Command::new(bin())
-            .args(["serve", s(&dir), "-p", "0", "-t", "/dev/null"])
-            .env("TMPDIR", "/nonexistent-tmpdir")
-            .output()
-            .unwrap();
-        let e = String::from_utf8_lossy(&out.stderr).to_string();
-        (out.status.code(), (), e)
-    };
-    assert_eq!(code, Some(1), "{err}");
+    let out = Command::new(bin())
+        .args(["serve", s(&dir), "-p", "0", "-t", "/dev/null"])
+        .env("TMPDIR", "/nonexistent-tmpdir")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("--cache-dir"), "{err}");
 }

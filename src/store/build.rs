@@ -220,16 +220,15 @@ fn add_bundle_rows(conn: &Connection, b: &Bundle, deprecation: Option<&str>) -> 
                 .map_or("", |p| p.value.as_str()),
         })
     });
-    // The package's parts of the CSV are written with the package (fill).
+    // The package's row, keyed for the join; its parts are written with the package (fill).
     let parts: Option<i64> = match template {
-        Some(_) => {
-            conn.prepare_cached("INSERT OR IGNORE INTO package_csv (package) VALUES (?1)")?
-                .execute([&b.package])?;
-            Some(
-                conn.prepare_cached("SELECT id FROM package_csv WHERE package = ?1")?
-                    .query_row([&b.package], |r| r.get(0))?,
-            )
-        }
+        Some(_) => Some(
+            conn.prepare_cached(
+                "INSERT INTO package_csv (package) VALUES (?1)
+                 ON CONFLICT (package) DO UPDATE SET package = excluded.package RETURNING id",
+            )?
+            .query_row([&b.package], |r| r.get(0))?,
+        ),
         None => None,
     };
     let n = conn
