@@ -86,6 +86,15 @@ enum Cmd {
         #[arg(long)]
         perf: Option<PathBuf>,
     },
+    /// Only the bundle RPCs against the same-bytes floor, on `opreg serve DB` (for iterating on
+    /// the serving path; the suite runs the same measurement).
+    Floor {
+        db: PathBuf,
+        #[arg(long, default_value_t = 3.0)]
+        duration: f64,
+        #[arg(long)]
+        work: PathBuf,
+    },
     /// Internal: the file server `/api/v1/all` is compared with (run as a child process).
     #[command(hide = true)]
     FileServer { file: PathBuf, port: u16 },
@@ -173,6 +182,25 @@ fn main() {
             perf,
         }) => probe(&db, &rpc, callers, duration, threads, perf.as_deref()),
         Some(Cmd::Run(a)) => run(a),
+        Some(Cmd::Floor { db, duration, work }) => {
+            let _ = std::fs::create_dir_all(&work);
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .enable_all()
+                .build()
+                .expect("client runtime");
+            let bin = PathBuf::from(env!("CARGO_BIN_EXE_opreg"));
+            let mut s = Server::spawn(&bin, &db, None, &work.join("serve.log"));
+            rt.block_on(load::wait_serving(&mut s, Duration::from_secs(60)))
+                .unwrap_or_else(|e| panic!("{e}"));
+            s.wait_log("integrity check passed", Duration::from_secs(120));
+            let keys = Arc::new(read_keys(&db));
+            let dur = Duration::from_secs_f64(duration);
+            let res = floor::measure(&rt, &s, &keys, &work, Duration::from_millis(300), dur);
+            let mut report = String::new();
+            floor::section(&mut report, &db.to_string_lossy(), &res);
+            print!("{report}");
+        }
         Some(Cmd::Rows {
             catalog,
             requests,
