@@ -13,8 +13,9 @@
 //! * Leaves: [`text`] (Go `%q` quoting, eliding long strings), [`json`] (canonical JSON, Go's
 //!   escaping), [`yaml`] (YAML 1.1 guards), [`version`] (the blang and Masterminds version
 //!   grammars), [`release`] (bundle release versions: format, normalized name, order),
-//!   [`imageref`] (the docker image reference grammar), [`names`] (the DNS-1123 name rules), [`sqlite`] (the one read-only open
-//!   and header check).
+//!   [`imageref`] (the docker image reference grammar), [`names`] (the DNS-1123 name rules),
+//!   [`sqlite`] (the one read-only open and header check), [`memory`] (allocator settings,
+//!   giving memory back when idle).
 //! * [`model`]: the catalog as plain data: packages → channels → entries, bundles with
 //!   properties. No I/O, no rules.
 //! * [`diag`]: the diagnostic type (file, document, package/channel/bundle) and rule ids.
@@ -45,7 +46,7 @@
 //!   `opreg.v1.Upgrades`, health and reflection, with graceful shutdown.
 //! * [`http`]: catalogd's HTTP API (OLM v1), `/healthz`, `/readyz`, `/metrics`, from the same
 //!   served version as [`server`]; [`metrics`]: the Prometheus metrics and per-call logs of both.
-//! * [`cli`]: one file per subcommand; exit codes; logging; allocator settings.
+//! * [`cli`]: one file per subcommand; exit codes; logging.
 //! * [`demo`]: the embedded demo catalog served when no SOURCE is given.
 //!
 //! Errors: library code returns `anyhow::Result` for operational failures (I/O, SQLite) and
@@ -86,6 +87,7 @@ pub mod image;
 pub mod imageref;
 pub mod inventory;
 pub mod json;
+pub mod memory;
 pub mod metrics;
 pub mod model;
 pub mod names;

@@ -25,20 +25,6 @@ use clap::{Parser, Subcommand, ValueEnum};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 
-/// `mi_option_purge_delay` in mimalloc's option enum (v2 and v3 alike).
-const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
-
-/// The allocator settings every long-running command shares: return freed memory to the OS at
-/// once (mimalloc's default is to hold it for 10 ms, and to purge only when the freeing thread
-/// allocates again). Ingest's peak then stays near what is live; a server's idle blocking
-/// threads do not keep the memory of a burst of large responses (70 MB RSS 15 s after 64
-/// callers of GetBundleThatReplaces on the community catalog, against 29 MB with this).
-/// Harmless when another allocator is in use.
-pub(crate) fn return_freed_memory_at_once() {
-    // SAFETY: sets a process-wide allocator option; no memory is touched.
-    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) };
-}
-
 /// Exit codes.
 pub const EXIT_OK: i32 = 0;
 pub const EXIT_FAILURE: i32 = 1;
@@ -87,6 +73,7 @@ pub enum Command {
 
 /// Runs the CLI on `argv`; returns the process exit code.
 pub fn run(argv: Vec<std::ffi::OsString>) -> i32 {
+    crate::memory::sqlite_allocates_from_mimalloc();
     let program = argv
         .first()
         .and_then(|a| std::path::Path::new(a).file_name())

@@ -122,8 +122,7 @@ pub fn run(a: Args) -> i32 {
             return super::EXIT_USAGE;
         }
     }
-    disable_transparent_huge_pages();
-    super::return_freed_memory_at_once();
+    crate::memory::for_serving();
     let workers = a.threads.map(usize::from).unwrap_or_else(|| {
         std::thread::available_parallelism()
             .map(|n| n.get())
@@ -136,6 +135,8 @@ pub fn run(a: Args) -> i32 {
         // workers only add connections, cold page caches and memory: with tokio's default of
         // 512, 64 concurrent callers made 64 threads and connections and 10× the RSS.
         .max_blocking_threads((2 * workers).clamp(2, 32))
+        .thread_keep_alive(crate::memory::Trimmer::BLOCKING_KEEP_ALIVE)
+        .on_thread_park(crate::memory::on_worker_park)
         .enable_all()
         .build()
     {
@@ -150,18 +151,6 @@ pub fn run(a: Args) -> i32 {
     match rt.block_on(run_async(a.clone())) {
         Ok(()) => super::EXIT_OK,
         Err(e) => fatal(&a.termination_log, &e),
-    }
-}
-
-/// The allocator asks for transparent huge pages for its arenas (madvise), so every touched
-/// 2 MB region counts as resident: a serving process held about 10 MB more at idle and several
-/// times its working set after a burst. The server's working set is small; opt this process
-/// out (Linux only; a no-op elsewhere or when refused).
-fn disable_transparent_huge_pages() {
-    #[cfg(target_os = "linux")]
-    // SAFETY: prctl(PR_SET_THP_DISABLE) only sets a flag on this process; no memory is passed.
-    unsafe {
-        libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
     }
 }
 
@@ -248,6 +237,17 @@ async fn run_async(mut a: Args) -> Result<()> {
     };
     let metrics = Arc::new(crate::metrics::Metrics::new(!a.no_call_log));
     let state = Arc::new(crate::server::State::default());
+    let idle_state = state.clone();
+    let runtime = tokio::runtime::Handle::current();
+    crate::memory::Trimmer::spawn(metrics.activity.clone(), move || {
+        if let Ok(s) = idle_state.store() {
+            s.close_idle_connections();
+        }
+        // Wake the idle workers, so that each parks again and collects its heap.
+        for _ in 0..2 * runtime.metrics().num_workers() {
+            runtime.spawn(async {});
+        }
+    });
     let http_state = http_listener.as_ref().map(|_| {
         Arc::new(crate::http::HttpState::new(
             &a.catalog_name,

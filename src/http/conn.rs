@@ -58,7 +58,11 @@ where
     builder
         .http2()
         .timer(TokioTimer::new())
-        .max_concurrent_streams(10_000);
+        .max_concurrent_streams(10_000)
+        // What a stream may queue for the socket before its body waits (hyper's default is
+        // 400 KB): a bundle answer is 57 KB on average, and with 128 streams each holding
+        // 400 KB of a large answer the server's memory was the clients' reading speed.
+        .max_send_buf_size(64 * 1024);
     if listen.http2_only {
         builder = builder.http2_only();
     }

@@ -76,6 +76,7 @@ where
 
     fn call(&mut self, req: http::Request<ReqB>) -> Self::Future {
         let started = Instant::now();
+        let in_flight = InFlight::begin(&self.metrics);
         let label = match self.kind {
             Kind::Grpc => req.uri().path().to_string(),
             Kind::Http(route_of) => route_of(req.uri().path()).to_string(),
@@ -106,12 +107,29 @@ where
                 frame_left: 0,
                 header_left: 5,
                 done: false,
+                _in_flight: in_flight,
             };
             Ok(http::Response::from_parts(
                 parts,
                 MeteredBody { inner: body, rec },
             ))
         })
+    }
+}
+
+/// A call in flight, from the request until its answer is written or dropped.
+struct InFlight(Arc<crate::memory::Activity>);
+
+impl InFlight {
+    fn begin(m: &Metrics) -> InFlight {
+        m.activity.begin();
+        InFlight(m.activity.clone())
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.end();
     }
 }
 
@@ -129,6 +147,7 @@ struct Record {
     frame_left: u64,
     header_left: u8,
     done: bool,
+    _in_flight: InFlight,
 }
 
 impl Record {

@@ -69,6 +69,8 @@ pub struct Metrics {
     start: FGauge,
     /// One log line per call (`--no-call-log` turns it off).
     pub log_calls: bool,
+    /// Calls started and in flight (the server gives memory back when there are none).
+    pub activity: std::sync::Arc<crate::memory::Activity>,
 }
 
 fn latency() -> Histogram {
@@ -98,6 +100,7 @@ impl Metrics {
             threads: Gauge::default(),
             start: FGauge::default(),
             log_calls,
+            activity: Default::default(),
             registry: Registry::default(),
         };
         m.last_reload_ok.set(1);

@@ -41,6 +41,11 @@ fn required(field: &str, value: &str) -> Result<(), Status> {
     }
 }
 
+/// Bundles per store query of ListBundles. A page is held whole while it is sent (about 57 KB
+/// a bundle on the community catalog), so it is small: 16 bundles cost the same time to
+/// stream as 64 did, with a quarter of the memory.
+const LIST_PAGE: usize = 16;
+
 /// Runs a lookup of a few rows on the calling worker thread: for the bundle RPCs this is
 /// tens of microseconds, less than handing it to the blocking pool and back costs.
 fn inline<T>(store: Store, f: impl FnOnce(&Store) -> anyhow::Result<T>) -> Result<T, Status> {
@@ -299,25 +304,9 @@ impl Registry for RegistryService {
     ) -> Result<Response<EncodedBundle>, Status> {
         let r = req.into_inner();
         gvk_required(&r.version, &r.kind)?;
-        let (g, v, k) = (r.group.clone(), r.version.clone(), r.kind.clone());
-        let res = blocking(self.state.store()?, move |s| {
-            let mut latest = latest_providers(s, &g, &v, &k)?;
-            if latest.is_empty() {
-                return Ok(Err(true));
-            }
-            latest.sort_by(|a, b| a.package_name.cmp(&b.package_name));
-            for e in latest {
-                if s.default_channel(&e.package_name)?.as_deref() == Some(e.channel_name.as_str()) {
-                    if let Ok(b) =
-                        s.get_bundle(&e.package_name, &e.channel_name, &e.bundle_name, true)?
-                    {
-                        return Ok(Ok(b));
-                    }
-                }
-            }
-            Ok(Err(false))
-        })
-        .await?;
+        let res = inline(self.state.store()?, |s| {
+            s.default_provider(&r.group, &r.version, &r.kind)
+        })?;
         match res {
             Ok(b) => Ok(Response::new(b)),
             Err(true) => Err(no_providers(&r.group, &r.version, &r.kind)),
@@ -342,7 +331,8 @@ impl Registry for RegistryService {
                 let s = store.clone();
                 let a = after.clone();
                 let page =
-                    tokio::task::spawn_blocking(move || s.list_bundles_page(a.as_ref(), 64)).await;
+                    tokio::task::spawn_blocking(move || s.list_bundles_page(a.as_ref(), LIST_PAGE))
+                        .await;
                 let rows = match page {
                     Ok(Ok(rows)) => rows,
                     Ok(Err(e)) => {

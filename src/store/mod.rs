@@ -201,6 +201,16 @@ impl Store {
         })
     }
 
+    /// Closes every idle pooled connection, and with it its page cache and prepared
+    /// statements (the server does this when idle; the next call opens one again).
+    pub fn close_idle_connections(&self) {
+        let idle = match self.inner.idle.lock() {
+            Ok(mut v) => std::mem::take(&mut *v),
+            Err(_) => return,
+        };
+        drop(idle);
+    }
+
     /// Reads a value recorded at build time (`opreg_version`, `source_digest`, counts).
     pub fn info(&self, key: &str) -> Result<Option<String>> {
         let c = self.conn()?;

@@ -258,6 +258,52 @@ impl Store {
         Ok(v)
     }
 
+    /// GetDefaultBundleThatProvides: of the channel heads whose bundle provides the API, the
+    /// one in its package's default channel, first by package name, trimmed as GetBundle's
+    /// answer. `Err(true)`: no channel head provides the API at all; `Err(false)`: some do,
+    /// but none is in its package's default channel.
+    pub fn default_provider(
+        &self,
+        group: &str,
+        version: &str,
+        kind: &str,
+    ) -> Result<Result<EncodedBundle, bool>> {
+        let c = self.conn()?;
+        // The providers' bundles, each looked up in its package's default channel by the whole
+        // key: the key first (small rows to sort), the answer then as GetBundle's.
+        let first: Option<(String, String, String)> = c
+            .prepare_cached(
+                "SELECT e.package, e.channel, e.bundle
+                 FROM provided_api a CROSS JOIN bundle b ON b.id = a.bundle_id
+                 CROSS JOIN package p ON p.name = b.package
+                 CROSS JOIN channel_entry e ON e.package = b.package
+                      AND e.channel = p.default_channel AND e.bundle = b.name
+                 WHERE a.api_group = ?1 AND a.version = ?2 AND a.kind = ?3 AND e.position = 0
+                 ORDER BY e.package LIMIT 1",
+            )?
+            .query_row([group, version, kind], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })
+            .optional()?;
+        if let Some((p, ch, b)) = first {
+            drop(c);
+            if let Ok(answer) = self.get_entry_bundle(&p, &ch, &b, true)? {
+                return Ok(Ok(answer));
+            }
+            anyhow::bail!("channel entry {p}/{ch}/{b} has no bundle row");
+        }
+        let any: Option<i64> = c
+            .prepare_cached(
+                "SELECT 1 FROM provided_api a JOIN bundle b ON b.id = a.bundle_id
+                 JOIN channel_entry e ON e.package = b.package AND e.bundle = b.name
+                 WHERE a.api_group = ?1 AND a.version = ?2 AND a.kind = ?3 AND e.position = 0
+                 LIMIT 1",
+            )?
+            .query_row([group, version, kind], |r| r.get(0))
+            .optional()?;
+        Ok(Err(any.is_none()))
+    }
+
     /// True when `bundle` is an entry of the channel.
     pub fn in_channel(&self, package: &str, channel: &str, bundle: &str) -> Result<bool> {
         let c = self.conn()?;
@@ -355,15 +401,21 @@ fn encode_row(r: &rusqlite::Row, trimmed: bool) -> rusqlite::Result<EncodedBundl
     }
     let core = r.get_ref(6)?.as_blob()?;
     let manifests = r.get_ref(7)?.as_blob_or_null()?;
-    let template = r.get_ref(8)?.as_str_or_null()?;
+    let bytes = |i: usize| -> rusqlite::Result<Option<&[u8]>> {
+        Ok(match r.get_ref(i)? {
+            rusqlite::types::ValueRef::Text(t) | rusqlite::types::ValueRef::Blob(t) => Some(t),
+            _ => None,
+        })
+    };
+    let template = bytes(8)?;
     let manifests = match (manifests, template) {
         (None, _) => Manifests::None,
         (Some(m), None) => Manifests::Stored(m),
         (Some(objects), Some(template)) => Manifests::Synthesized {
             objects,
             template,
-            description: r.get_ref(9)?.as_str_or_null()?.unwrap_or(""),
-            icon: r.get_ref(10)?.as_str_or_null()?.unwrap_or(""),
+            description: bytes(9)?.unwrap_or_default(),
+            icon: bytes(10)?.unwrap_or_default(),
         },
     };
     Ok(encode_bundle(core, &entry, manifests))

@@ -1,0 +1,203 @@
+//! The process's memory policy, in one place: the allocator settings each command runs with,
+//! and, for the server, giving memory back to the OS once it has gone idle.
+//!
+//! Two allocators hold the heap: mimalloc for everything Rust allocates (the global
+//! allocator), and the C library's malloc for SQLite (the bundled SQLite allocates with
+//! `malloc`, unless [`sqlite_allocates_from_mimalloc`] has run: every command runs it). A
+//! server purges freed pages after a short delay, so that pages freed by one call are reused
+//! by the next instead of being returned to the OS and faulted in again (with no delay that
+//! churn cost about a third of a bundle RPC's CPU). Memory is then given back when the server
+//! is idle ([`Trimmer`]): idle pooled SQLite connections (and their page caches) are closed,
+//! and mimalloc purges every freed page at once.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// `mi_option_purge_delay` in mimalloc's option enum (v2 and v3 alike).
+const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+
+/// For a one-shot command whose peak matters (ingest): return freed memory to the OS at once
+/// (mimalloc holds it for a while by default, and purges only when the freeing thread
+/// allocates again), so the peak stays near what is live. Harmless when another allocator is
+/// in use.
+pub fn return_freed_memory_at_once() {
+    // SAFETY: sets a process-wide allocator option; no memory is touched.
+    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) };
+}
+
+/// A server's settings.
+///
+/// Freed pages are purged 10 ms after they are freed: long enough that a loaded server reuses
+/// them (a purged page is faulted in again by the next large answer; at a delay of zero, page
+/// faults and TLB shootdowns were a third of GetBundle's CPU), short enough that a burst's
+/// memory does not linger (mimalloc's default of one second held 60 MB under the stress load
+/// against 45 MB).
+///
+/// The allocator asks for transparent huge pages for its arenas (madvise), so every touched
+/// 2 MB region counts as resident: a serving process held about 10 MB more at idle and several
+/// times its working set after a burst. The server's working set is small; opt this process
+/// out (Linux only; a no-op elsewhere or when refused).
+pub fn for_serving() {
+    // SAFETY: sets a process-wide allocator option; no memory is touched.
+    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 10) };
+    #[cfg(target_os = "linux")]
+    // SAFETY: prctl(PR_SET_THP_DISABLE) only sets a flag on this process; no memory is passed.
+    unsafe {
+        libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
+    }
+}
+
+/// Makes SQLite allocate from mimalloc, like the rest of the process, instead of the C
+/// library's malloc: one allocator then holds the whole heap, and [`give_back`] and the purge
+/// settings cover SQLite's page caches too. The C library's malloc kept a 2 MB arena per thread
+/// that had run a query, most of it free. Must run before SQLite is first used; later, SQLite
+/// refuses it and keeps its default.
+pub fn sqlite_allocates_from_mimalloc() {
+    use rusqlite::ffi;
+    use std::ffi::{c_int, c_void};
+    unsafe extern "C" fn malloc(n: c_int) -> *mut c_void {
+        // SAFETY: any size; mimalloc returns null when it cannot allocate, as SQLite expects.
+        unsafe { libmimalloc_sys::mi_malloc(n.max(0) as usize) }
+    }
+    unsafe extern "C" fn free(p: *mut c_void) {
+        // SAFETY: SQLite frees only what `malloc`/`realloc` above returned (or null).
+        unsafe { libmimalloc_sys::mi_free(p) }
+    }
+    unsafe extern "C" fn realloc(p: *mut c_void, n: c_int) -> *mut c_void {
+        // SAFETY: as `free`; SQLite never reallocates to a size of 0.
+        unsafe { libmimalloc_sys::mi_realloc(p, n.max(0) as usize) }
+    }
+    unsafe extern "C" fn size(p: *mut c_void) -> c_int {
+        // SAFETY: as `free`.
+        unsafe { libmimalloc_sys::mi_usable_size(p) as c_int }
+    }
+    unsafe extern "C" fn roundup(n: c_int) -> c_int {
+        // SAFETY: a pure size computation.
+        unsafe { libmimalloc_sys::mi_good_size(n.max(0) as usize) as c_int }
+    }
+    unsafe extern "C" fn init(_: *mut c_void) -> c_int {
+        ffi::SQLITE_OK
+    }
+    unsafe extern "C" fn shutdown(_: *mut c_void) {}
+    let methods = ffi::sqlite3_mem_methods {
+        xMalloc: Some(malloc),
+        xFree: Some(free),
+        xRealloc: Some(realloc),
+        xSize: Some(size),
+        xRoundup: Some(roundup),
+        xInit: Some(init),
+        xShutdown: Some(shutdown),
+        pAppData: std::ptr::null_mut(),
+    };
+    // SAFETY: SQLite copies the methods; they are plain functions over mimalloc's C API.
+    unsafe {
+        ffi::sqlite3_config(ffi::SQLITE_CONFIG_MALLOC, &methods as *const _);
+    }
+}
+
+/// Gives freed memory back to the OS now: mimalloc purges every page freed by any thread
+/// (a forced collect also collects the calling thread's own pages), and the C library's
+/// malloc returns the free pages of all its arenas (what little still comes from it).
+pub fn give_back() {
+    // SAFETY: both calls only release memory the allocators hold as free.
+    unsafe {
+        libmimalloc_sys::mi_collect(true);
+        #[cfg(all(target_os = "linux", target_env = "gnu"))]
+        libc::malloc_trim(0);
+    }
+}
+
+/// Bumped by every trim; each runtime worker thread collects its own allocator pages once
+/// per bump ([`on_worker_park`]), since a thread can only collect its own.
+static TRIM_EPOCH: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    static SEEN_EPOCH: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// For the runtime's `on_thread_park` hook: after a trim, a worker that goes idle collects the
+/// pages its own allocator heap still holds. Otherwise one atomic load.
+pub fn on_worker_park() {
+    let epoch = TRIM_EPOCH.load(Ordering::Relaxed);
+    if SEEN_EPOCH.get() != epoch {
+        SEEN_EPOCH.set(epoch);
+        // SAFETY: releases memory this thread's heap holds as free.
+        unsafe { libmimalloc_sys::mi_collect(true) };
+    }
+}
+
+/// Calls started and calls in flight, as the server's call layer sees them.
+#[derive(Default)]
+pub struct Activity {
+    started: AtomicU64,
+    in_flight: AtomicUsize,
+}
+
+impl Activity {
+    pub fn begin(&self) {
+        self.started.fetch_add(1, Ordering::Relaxed);
+        self.in_flight.fetch_add(1, Ordering::Relaxed);
+    }
+    pub fn end(&self) {
+        self.in_flight.fetch_sub(1, Ordering::Relaxed);
+    }
+    fn snapshot(&self) -> (u64, usize) {
+        (
+            self.started.load(Ordering::Relaxed),
+            self.in_flight.load(Ordering::Relaxed),
+        )
+    }
+}
+
+/// Watches [`Activity`] from a thread of its own. Once no call has started or been in flight
+/// for each of [`Trimmer::ROUNDS`], it trims: asks every worker to collect its heap when it
+/// next parks, runs `release` (the server closes its idle store connections and wakes its
+/// workers), and then [`give_back`]. The later round catches the heaps of blocking threads
+/// that have exited in between (see [`Trimmer::BLOCKING_KEEP_ALIVE`]). A server that stays
+/// idle is not woken again.
+pub struct Trimmer;
+
+impl Trimmer {
+    /// Idle times at which the server trims.
+    pub const ROUNDS: [Duration; 2] = [Duration::from_secs(1), Duration::from_secs(4)];
+    /// How long an idle blocking thread lives: it gives its heap back when it exits.
+    pub const BLOCKING_KEEP_ALIVE: Duration = Duration::from_secs(2);
+    const TICK: Duration = Duration::from_millis(250);
+
+    /// Starts the watcher; it lives as long as the process.
+    pub fn spawn(activity: Arc<Activity>, release: impl Fn() + Send + 'static) {
+        let spawned = std::thread::Builder::new()
+            .name("opreg-trim".into())
+            .spawn(move || {
+                let mut seen = activity.snapshot().0;
+                let mut quiet = Duration::ZERO;
+                // Rounds done in this idle period. Loading and the integrity check are work
+                // too: the server trims after them as well.
+                let mut done = 0;
+                loop {
+                    std::thread::sleep(Self::TICK);
+                    let (started, in_flight) = activity.snapshot();
+                    if started != seen || in_flight > 0 {
+                        seen = started;
+                        quiet = Duration::ZERO;
+                        done = 0;
+                        continue;
+                    }
+                    quiet += Self::TICK;
+                    if done < Self::ROUNDS.len() && quiet >= Self::ROUNDS[done] {
+                        TRIM_EPOCH.fetch_add(1, Ordering::Relaxed);
+                        release();
+                        // Let the woken workers park (and collect) first.
+                        std::thread::sleep(Self::TICK);
+                        give_back();
+                        done += 1;
+                        tracing::debug!(round = done, "idle: memory given back");
+                    }
+                }
+            });
+        if let Err(e) = spawned {
+            tracing::warn!("memory is not given back when idle: cannot start a thread: {e}");
+        }
+    }
+}
