@@ -260,7 +260,7 @@ impl Store {
 
     /// GetDefaultBundleThatProvides: of the channel heads whose bundle provides the API, the
     /// one in its package's default channel, first by package name, trimmed as GetBundle's
-    /// answer. `Err(true)`: no channel head provides the API at all; `Err(false)`: some do,
+    /// answer (one lookup of the providers, the package index, GetBundle's lookup). `Err(true)`: no channel head provides the API at all; `Err(false)`: some do,
     /// but none is in its package's default channel.
     pub fn default_provider(
         &self,
@@ -268,40 +268,38 @@ impl Store {
         version: &str,
         kind: &str,
     ) -> Result<Result<EncodedBundle, bool>> {
-        let c = self.conn()?;
-        // The providers' bundles, each looked up in its package's default channel by the whole
-        // key: the key first (small rows to sort), the answer then as GetBundle's.
-        let first: Option<(String, String, String)> = c
+        // The providing bundles' names (leading columns of rowid rows: no overflow is read);
+        // the heads and default channels come from the package index.
+        let providers: Vec<(String, String)> = self
+            .conn()?
             .prepare_cached(
-                "SELECT e.package, e.channel, e.bundle
-                 FROM provided_api a CROSS JOIN bundle b ON b.id = a.bundle_id
-                 CROSS JOIN package p ON p.name = b.package
-                 CROSS JOIN channel_entry e ON e.package = b.package
-                      AND e.channel = p.default_channel AND e.bundle = b.name
-                 WHERE a.api_group = ?1 AND a.version = ?2 AND a.kind = ?3 AND e.position = 0
-                 ORDER BY e.package LIMIT 1",
+                "SELECT b.package, b.name FROM provided_api a JOIN bundle b ON b.id = a.bundle_id
+                 WHERE a.api_group = ?1 AND a.version = ?2 AND a.kind = ?3",
             )?
-            .query_row([group, version, kind], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-            })
-            .optional()?;
-        if let Some((p, ch, b)) = first {
-            drop(c);
-            if let Ok(answer) = self.get_entry_bundle(&p, &ch, &b, true)? {
-                return Ok(Ok(answer));
+            .query_map([group, version, kind], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<rusqlite::Result<_>>()?;
+        let ix = self.package_index()?;
+        let mut any_head = false;
+        let mut first: Option<(&str, &str, &str)> = None;
+        for (package, bundle) in &providers {
+            let Some(facts) = ix.packages.get(package) else {
+                continue;
+            };
+            for ch in facts.channels.iter().filter(|c| c.csv_name == *bundle) {
+                any_head = true;
+                if ch.name == facts.default_channel && first.is_none_or(|f| package.as_str() < f.0)
+                {
+                    first = Some((package, &ch.name, bundle));
+                }
             }
-            anyhow::bail!("channel entry {p}/{ch}/{b} has no bundle row");
         }
-        let any: Option<i64> = c
-            .prepare_cached(
-                "SELECT 1 FROM provided_api a JOIN bundle b ON b.id = a.bundle_id
-                 JOIN channel_entry e ON e.package = b.package AND e.bundle = b.name
-                 WHERE a.api_group = ?1 AND a.version = ?2 AND a.kind = ?3 AND e.position = 0
-                 LIMIT 1",
-            )?
-            .query_row([group, version, kind], |r| r.get(0))
-            .optional()?;
-        Ok(Err(any.is_none()))
+        match first {
+            Some((p, ch, b)) => match self.get_entry_bundle(p, ch, b, true)? {
+                Ok(answer) => Ok(Ok(answer)),
+                Err(_) => anyhow::bail!("channel head {p}/{ch}/{b} has no channel entry"),
+            },
+            None => Ok(Err(!any_head)),
+        }
     }
 
     /// True when `bundle` is an entry of the channel.
