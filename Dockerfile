@@ -30,9 +30,11 @@ RUN mkdir -p /.cargo && printf '%s\n' '[source.crates-io]' 'replace-with = "vend
         '[source.vendored-sources]' 'directory = "/src/vendor"' '[net]' 'offline = true' \
         >/.cargo/config.toml
 # The dependencies first, in a layer that is rebuilt only when the manifest, the lock file,
-# build.rs, proto/ or vendor/ change: a stub crate stands in for src/, with the manifest's
+# build.rs, .cargo/, proto/ or vendor/ change: a stub crate stands in for src/, with the manifest's
 # [[bin]], [[test]], [[bench]] and [[example]] targets left out (their files are not here yet).
 COPY Cargo.toml Cargo.lock build.rs ./
+# The bundled SQLite's build flags ([env] LIBSQLITE3_FLAGS), merged with /.cargo's settings.
+COPY .cargo/ .cargo/
 COPY proto/ proto/
 COPY vendor/ vendor/
 # Static glibc (crt-static with an explicit --target, so build scripts and proc macros stay
