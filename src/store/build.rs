@@ -44,7 +44,15 @@ pub struct Builder {
     conn: Connection,
     /// (package, name) of every bundle row written so far.
     added: std::collections::HashSet<(String, String)>,
+    /// The `CREATE INDEX` statements of the secondary indexes dropped while the tables
+    /// [`Builder::finish`] fills are written; run again, once, before the commit.
+    deferred_indexes: Vec<String>,
 }
+
+/// Tables whose secondary indexes are built once, after their rows are in, instead of being
+/// updated row by row: an index built from sorted rows is written append-only, where tens of
+/// thousands of inserts at random places spill and re-read pages of the cache.
+const DEFERRED_INDEX_TABLES: &str = "'edge', 'channel_entry'";
 
 /// Fails at once when `output` cannot take a database: it is a directory, or its directory
 /// does not exist. Called before any work, so a long ingest never ends on that error.
@@ -98,6 +106,7 @@ impl Builder {
         migrations
             .to_latest(&mut conn)
             .context("applying schema migrations")?;
+        let deferred_indexes = drop_secondary_indexes(&conn)?;
         conn.execute_batch("BEGIN")?;
         Ok(Builder {
             tmp,
@@ -105,6 +114,7 @@ impl Builder {
             dir,
             conn,
             added: Default::default(),
+            deferred_indexes,
         })
     }
 
@@ -140,8 +150,19 @@ impl Builder {
             dir,
             conn,
             added,
+            deferred_indexes,
         } = self;
+        // Most of the file is written by now: the kernel flushes it while the rest is
+        // written, so the final sync waits only for what came after.
+        let early_sync = tmp.as_file().try_clone().ok().map(|f| {
+            std::thread::spawn(move || {
+                let _ = f.sync_data();
+            })
+        });
         fill(&conn, cat, &added, digest, progress)?;
+        for sql in &deferred_indexes {
+            conn.execute_batch(sql)?;
+        }
         conn.execute_batch("COMMIT; ANALYZE;")?;
         // Keep sqlite_stat1 (row counts) but not the per-value samples: with sqlite_stat4 present
         // SQLite re-prepares every statement whose bound value meets an indexed column, which
@@ -159,6 +180,9 @@ impl Builder {
         if let Ok(old) = std::fs::metadata(&output) {
             let _ = tmp.as_file().set_permissions(old.permissions());
         }
+        if let Some(t) = early_sync {
+            let _ = t.join();
+        }
         tmp.as_file().sync_all()?;
         tmp.persist(&output).with_context(|| {
             format!(
@@ -172,6 +196,23 @@ impl Builder {
         remove_stale_temp_files(&dir);
         Ok(())
     }
+}
+
+/// Drops the secondary indexes of [`DEFERRED_INDEX_TABLES`] from a new, empty database and
+/// returns their `CREATE INDEX` statements, as the migrations wrote them, to be run again
+/// when the rows are in: the schema ends up the same.
+fn drop_secondary_indexes(conn: &Connection) -> Result<Vec<String>> {
+    let found: Vec<(String, String)> = conn
+        .prepare(&format!(
+            "SELECT name, sql FROM sqlite_schema WHERE type = 'index' AND sql IS NOT NULL
+             AND tbl_name IN ({DEFERRED_INDEX_TABLES}) ORDER BY rowid"
+        ))?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    for (name, _) in &found {
+        conn.execute_batch(&format!("DROP INDEX \"{}\"", name.replace('"', "\"\"")))?;
+    }
+    Ok(found.into_iter().map(|(_, sql)| sql).collect())
 }
 
 /// Deletes the temp files that killed ingests left in `dir`. A live builder holds an exclusive
@@ -268,6 +309,42 @@ fn add_bundle_rows(conn: &Connection, b: &Bundle, deprecation: Option<&str>) -> 
     Ok(())
 }
 
+/// Runs `head` (an `INSERT` up to its `VALUES`) for every row of `rows`, [`BATCH_ROWS`] rows to
+/// a statement and the rest one at a time: for rows this small, running a statement costs more
+/// than inserting the row.
+fn insert_rows<const N: usize>(
+    conn: &Connection,
+    head: &str,
+    rows: &[[&dyn rusqlite::ToSql; N]],
+) -> Result<()> {
+    let tuple = format!("({})", ["?"; N].join(", "));
+    let run = |sql: String, rows: &[[&dyn rusqlite::ToSql; N]]| -> Result<()> {
+        let mut stmt = conn.prepare_cached(&sql)?;
+        for (i, v) in rows.iter().flatten().enumerate() {
+            stmt.raw_bind_parameter(i + 1, v)?;
+        }
+        stmt.raw_execute()?;
+        Ok(())
+    };
+    let mut batches = rows.chunks_exact(BATCH_ROWS);
+    for batch in &mut batches {
+        run(
+            format!(
+                "{head} VALUES {}",
+                vec![tuple.as_str(); BATCH_ROWS].join(", ")
+            ),
+            batch,
+        )?;
+    }
+    for row in batches.remainder() {
+        run(format!("{head} VALUES {tuple}"), std::slice::from_ref(row))?;
+    }
+    Ok(())
+}
+
+/// Rows per statement in [`insert_rows`].
+const BATCH_ROWS: usize = 64;
+
 /// Sets the deprecation of a bundle written before its package's deprecations were known.
 fn set_bundle_deprecation(conn: &Connection, package: &str, name: &str, msg: &str) -> Result<()> {
     let core: Option<Vec<u8>> = conn
@@ -313,7 +390,6 @@ fn fill(
         )?;
         let mut ins_ch = tx.prepare("INSERT INTO channel (package, name, head, properties, deprecation) VALUES (?1, ?2, ?3, ?4, ?5)")?;
         let mut ins_entry = tx.prepare("INSERT INTO channel_entry (package, channel, bundle, seq, position, replaces, skips, skip_range) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)")?;
-        let mut ins_edge = tx.prepare("INSERT OR IGNORE INTO edge (package, channel, from_bundle, to_bundle, kind, synthetic) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")?;
         let mut ins_dep = tx.prepare("INSERT INTO deprecation_entry (package, seq, schema, name, message) VALUES (?1, ?2, ?3, ?4, ?5)")?;
 
         let total = cat.packages.len() as u64;
@@ -343,7 +419,12 @@ fn fill(
                 ])?;
                 let position: std::collections::HashMap<&str, usize> =
                     order.iter().enumerate().map(|(i, n)| (*n, i)).collect();
-                for (seq, e) in ch.entries.iter().enumerate() {
+                // Rows go in primary-key order (by bundle name), so the table is written
+                // append-only; `seq` keeps the catalog's order.
+                let mut entries: Vec<(usize, &ChannelEntry)> =
+                    ch.entries.iter().enumerate().collect();
+                entries.sort_by(|a, b| a.1.name.cmp(&b.1.name));
+                for (seq, e) in entries {
                     ins_entry.execute(params![
                         pkg.name,
                         ch.name,
@@ -358,17 +439,27 @@ fn fill(
                         e.skip_range,
                     ])?;
                 }
-                for edge in graph::channel_edges(&versions, ch) {
-                    let synthetic = !pkg.bundles.contains_key(&edge.to);
-                    ins_edge.execute(params![
-                        pkg.name,
-                        ch.name,
-                        edge.from,
-                        edge.to,
-                        edge.kind.as_str(),
-                        synthetic
-                    ])?;
-                }
+                // In primary-key order (to, from, kind), as the entries above.
+                let mut edges = graph::channel_edges(&versions, ch);
+                edges.sort_by(|a, b| {
+                    (&a.to, &a.from, a.kind.as_str()).cmp(&(&b.to, &b.from, b.kind.as_str()))
+                });
+                let kinds: Vec<(&str, bool)> = edges
+                    .iter()
+                    .map(|e| (e.kind.as_str(), !pkg.bundles.contains_key(&e.to)))
+                    .collect();
+                let rows: Vec<[&dyn rusqlite::ToSql; 6]> = edges
+                    .iter()
+                    .zip(&kinds)
+                    .map(|(e, (kind, synthetic))| -> [&dyn rusqlite::ToSql; 6] {
+                        [&pkg.name, &ch.name, &e.from, &e.to, kind, synthetic]
+                    })
+                    .collect();
+                insert_rows(
+                    tx,
+                    "INSERT OR IGNORE INTO edge (package, channel, from_bundle, to_bundle, kind, synthetic)",
+                    &rows,
+                )?;
             }
             for b in pkg.bundles.values() {
                 let deprecation = pkg.bundle_deprecation(&b.name);
