@@ -44,6 +44,8 @@ pub struct Builder {
     conn: Connection,
     /// (package, name) of every bundle row written so far.
     added: std::collections::HashSet<(String, String)>,
+    /// `bundle_property` rows not yet written.
+    props: PropertyRows,
     /// The `CREATE INDEX` statements of the secondary indexes dropped while the tables
     /// [`Builder::finish`] fills are written; run again, once, before the commit.
     deferred_indexes: Vec<String>,
@@ -114,6 +116,7 @@ impl Builder {
             dir,
             conn,
             added: Default::default(),
+            props: Default::default(),
             deferred_indexes,
         })
     }
@@ -122,7 +125,7 @@ impl Builder {
     /// [`Builder::finish`] adds), properties, related images and provided APIs. A second bundle
     /// with the same package and name is ignored here; validation reports it.
     pub fn add_bundle(&mut self, b: &Bundle) -> Result<()> {
-        add_bundle_rows(&self.conn, b, None)?;
+        add_bundle_rows(&self.conn, b, None, &mut self.props)?;
         self.added.insert((b.package.clone(), b.name.clone()));
         Ok(())
     }
@@ -150,6 +153,7 @@ impl Builder {
             dir,
             conn,
             added,
+            mut props,
             deferred_indexes,
         } = self;
         // Most of the file is written by now: the kernel flushes it while the rest is
@@ -159,7 +163,7 @@ impl Builder {
                 let _ = f.sync_data();
             })
         });
-        fill(&conn, cat, &added, digest, progress)?;
+        fill(&conn, cat, &added, &mut props, digest, progress)?;
         for sql in &deferred_indexes {
             conn.execute_batch(sql)?;
         }
@@ -247,7 +251,12 @@ fn remove_stale_temp_files(dir: &Path) {
     }
 }
 
-fn add_bundle_rows(conn: &Connection, b: &Bundle, deprecation: Option<&str>) -> Result<()> {
+fn add_bundle_rows(
+    conn: &Connection,
+    b: &Bundle,
+    deprecation: Option<&str>,
+    props: &mut PropertyRows,
+) -> Result<()> {
     let wire = crate::wire::to_wire(b, deprecation);
     let template = wire.csv_synth.then(|| {
         crate::wire::csv_template(&crate::wire::CsvInputs {
@@ -290,12 +299,12 @@ fn add_bundle_rows(conn: &Connection, b: &Bundle, deprecation: Option<&str>) -> 
         return Ok(());
     }
     let id = conn.last_insert_rowid();
-    let mut ins_prop = conn.prepare_cached(
-        "INSERT INTO bundle_property (bundle_id, seq, type, value) VALUES (?1, ?2, ?3, ?4)",
-    )?;
     for (seq, p) in b.properties.iter().enumerate() {
-        ins_prop.execute(params![id, seq as i64, p.r#type, p.value])?;
+        props
+            .0
+            .push((id, seq as i64, p.r#type.clone(), p.value.clone()));
     }
+    props.write(conn, false)?;
     let mut ins_img = conn.prepare_cached(
         "INSERT INTO related_image (bundle_id, seq, name, image) VALUES (?1, ?2, ?3, ?4)",
     )?;
@@ -342,6 +351,37 @@ fn insert_rows<const N: usize>(
     Ok(())
 }
 
+/// `bundle_property` rows (bundle id, seq, type, value) waiting to be written [`BATCH_ROWS`]
+/// to a statement. The table is keyed by (bundle id, seq) without a rowid, and a CSV's metadata
+/// overflows its page: SQLite reads every overflowing record it compares a new key with, whole,
+/// and a statement starts each search from the root. Within one statement the rows after a
+/// small one are appended after a single comparison with the last row.
+#[derive(Default)]
+struct PropertyRows(Vec<(i64, i64, String, String)>);
+
+impl PropertyRows {
+    /// Writes the pending rows in whole batches, or all of them when `all` is set.
+    fn write(&mut self, conn: &Connection, all: bool) -> Result<()> {
+        if self.0.len() < BATCH_ROWS && !all {
+            return Ok(());
+        }
+        let keep = if all { 0 } else { self.0.len() % BATCH_ROWS };
+        let upto = self.0.len() - keep;
+        let rows: Vec<[&dyn rusqlite::ToSql; 4]> = self.0[..upto]
+            .iter()
+            .map(|(id, seq, t, v)| -> [&dyn rusqlite::ToSql; 4] { [id, seq, t, v] })
+            .collect();
+        insert_rows(
+            conn,
+            "INSERT INTO bundle_property (bundle_id, seq, type, value)",
+            &rows,
+        )?;
+        drop(rows);
+        self.0.drain(..upto);
+        Ok(())
+    }
+}
+
 /// Rows per statement in [`insert_rows`].
 const BATCH_ROWS: usize = 64;
 
@@ -369,6 +409,7 @@ fn fill(
     conn: &Connection,
     cat: &Catalog,
     added: &std::collections::HashSet<(String, String)>,
+    props: &mut PropertyRows,
     digest: &str,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<()> {
@@ -470,7 +511,7 @@ fn fill(
                 } else if b.is_light() {
                     bail!("bundle {} of package {} was not stored", b.name, b.package);
                 } else {
-                    add_bundle_rows(tx, b, deprecation)?;
+                    add_bundle_rows(tx, b, deprecation, props)?;
                 }
             }
             if let Some(d) = &pkg.deprecations {
@@ -487,6 +528,7 @@ fn fill(
             ins_meta.execute(params![m.schema, m.package, m.name, m.blob])?;
         }
     }
+    props.write(tx, true)?;
     let stored: i64 = tx.query_row("SELECT count(*) FROM bundle", [], |r| r.get(0))?;
     if stored as usize != cat.bundle_count() {
         bail!(
