@@ -46,10 +46,16 @@ pub struct Builder {
     added: std::collections::HashSet<(String, String)>,
     /// `bundle_property` rows not yet written.
     props: PropertyRows,
+    /// Whether [`BUNDLE_TABLES`] were analyzed after the last bundle was added.
+    bundles_analyzed: bool,
     /// The `CREATE INDEX` statements of the secondary indexes dropped while the tables
     /// [`Builder::finish`] fills are written; run again, once, before the commit.
     deferred_indexes: Vec<String>,
 }
+
+/// The tables only [`add_bundle_rows`] writes (and `fill`'s deprecations update, in no indexed
+/// column): see [`Builder::analyze_bundle_tables`].
+const BUNDLE_TABLES: [&str; 4] = ["bundle", "bundle_property", "related_image", "provided_api"];
 
 /// Tables whose secondary indexes are built once, after their rows are in, instead of being
 /// updated row by row: an index built from sorted rows is written append-only, where tens of
@@ -117,6 +123,7 @@ impl Builder {
             conn,
             added: Default::default(),
             props: Default::default(),
+            bundles_analyzed: false,
             deferred_indexes,
         })
     }
@@ -127,6 +134,20 @@ impl Builder {
     pub fn add_bundle(&mut self, b: &Bundle) -> Result<()> {
         add_bundle_rows(&self.conn, b, None, &mut self.props)?;
         self.added.insert((b.package.clone(), b.name.clone()));
+        self.bundles_analyzed = false;
+        Ok(())
+    }
+
+    /// Writes the bundles' last rows and gathers the query planner's statistics of
+    /// [`BUNDLE_TABLES`] now, on the thread that added them (a streaming ingest calls this
+    /// while the catalog is still being validated), so [`Builder::finish`] analyzes only the
+    /// rest, unless it writes bundles itself.
+    pub fn analyze_bundle_tables(&mut self) -> Result<()> {
+        self.props.write(&self.conn, true)?;
+        for t in BUNDLE_TABLES {
+            self.conn.execute_batch(&format!("ANALYZE {t}"))?;
+        }
+        self.bundles_analyzed = true;
         Ok(())
     }
 
@@ -154,8 +175,17 @@ impl Builder {
             conn,
             added,
             mut props,
+            bundles_analyzed,
             deferred_indexes,
         } = self;
+        // Statistics gathered early stay right if `fill` writes no bundle (deprecations it
+        // sets change no indexed column).
+        let analyze_bundles = !bundles_analyzed
+            || cat
+                .packages
+                .values()
+                .flat_map(|p| p.bundles.values())
+                .any(|b| !added.contains(&(b.package.clone(), b.name.clone())));
         // Most of the file is written by now: the kernel flushes it while the rest is
         // written, so the final sync waits only for what came after.
         let early_sync = tmp.as_file().try_clone().ok().map(|f| {
@@ -167,7 +197,21 @@ impl Builder {
         for sql in &deferred_indexes {
             conn.execute_batch(sql)?;
         }
-        conn.execute_batch("COMMIT; ANALYZE;")?;
+        conn.execute_batch("COMMIT")?;
+        if analyze_bundles {
+            conn.execute_batch("ANALYZE")?;
+        } else {
+            let tables: Vec<String> = conn
+                .prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'")?
+                .query_map([], |r| r.get(0))?
+                .collect::<rusqlite::Result<_>>()?;
+            for t in tables
+                .iter()
+                .filter(|t| !BUNDLE_TABLES.contains(&t.as_str()))
+            {
+                conn.execute_batch(&format!("ANALYZE \"{}\"", t.replace('"', "\"\"")))?;
+            }
+        }
         // Keep sqlite_stat1 (row counts) but not the per-value samples: with sqlite_stat4 present
         // SQLite re-prepares every statement whose bound value meets an indexed column, which
         // was a fifth of the server's CPU on bundle lookups.
