@@ -2,6 +2,7 @@
 //! the catalog is still being read), synced and renamed into place; temp files of killed
 //! ingests are cleaned up.
 
+use super::batch::{insert_rows, BundleRows};
 use super::{FORMAT_KEY, FORMAT_VALUE, MIGRATIONS_DIR};
 use crate::api;
 use crate::graph;
@@ -44,8 +45,8 @@ pub struct Builder {
     conn: Connection,
     /// (package, name) of every bundle row written so far.
     added: std::collections::HashSet<(String, String)>,
-    /// `bundle_property` rows not yet written.
-    props: PropertyRows,
+    /// Bundle rows not yet written, and the package_csv ids given out.
+    pending: BundleRows,
     /// Whether [`BUNDLE_TABLES`] were analyzed after the last bundle was added.
     bundles_analyzed: bool,
     /// The `CREATE INDEX` statements of the secondary indexes dropped while the tables
@@ -122,7 +123,7 @@ impl Builder {
             dir,
             conn,
             added: Default::default(),
-            props: Default::default(),
+            pending: Default::default(),
             bundles_analyzed: false,
             deferred_indexes,
         })
@@ -132,7 +133,7 @@ impl Builder {
     /// [`Builder::finish`] adds), properties, related images and provided APIs. A second bundle
     /// with the same package and name is ignored here; validation reports it.
     pub fn add_bundle(&mut self, b: &Bundle) -> Result<()> {
-        add_bundle_rows(&self.conn, b, None, &mut self.props)?;
+        add_bundle_rows(&self.conn, b, None, &mut self.pending)?;
         self.added.insert((b.package.clone(), b.name.clone()));
         self.bundles_analyzed = false;
         Ok(())
@@ -143,7 +144,7 @@ impl Builder {
     /// while the catalog is still being validated), so [`Builder::finish`] analyzes only the
     /// rest, unless it writes bundles itself.
     pub fn analyze_bundle_tables(&mut self) -> Result<()> {
-        self.props.write(&self.conn, true)?;
+        self.pending.write(&self.conn, true)?;
         for t in BUNDLE_TABLES {
             self.conn.execute_batch(&format!("ANALYZE {t}"))?;
         }
@@ -174,7 +175,7 @@ impl Builder {
             dir,
             conn,
             added,
-            mut props,
+            mut pending,
             bundles_analyzed,
             deferred_indexes,
         } = self;
@@ -193,7 +194,7 @@ impl Builder {
                 let _ = f.sync_data();
             })
         });
-        fill(&conn, cat, &added, &mut props, digest, progress)?;
+        fill(&conn, cat, &added, &mut pending, digest, progress)?;
         for sql in &deferred_indexes {
             conn.execute_batch(sql)?;
         }
@@ -299,7 +300,7 @@ fn add_bundle_rows(
     conn: &Connection,
     b: &Bundle,
     deprecation: Option<&str>,
-    props: &mut PropertyRows,
+    pending: &mut BundleRows,
 ) -> Result<()> {
     let wire = crate::wire::to_wire(b, deprecation);
     let template = wire.csv_synth.then(|| {
@@ -316,13 +317,19 @@ fn add_bundle_rows(
     });
     // The package's row, keyed for the join; its parts are written with the package (fill).
     let parts: Option<i64> = match template {
-        Some(_) => Some(
-            conn.prepare_cached(
-                "INSERT INTO package_csv (package) VALUES (?1)
+        Some(_) => match pending.csv_ids.get(&b.package) {
+            Some(id) => Some(*id),
+            None => {
+                let id = conn
+                    .prepare_cached(
+                        "INSERT INTO package_csv (package) VALUES (?1)
                  ON CONFLICT (package) DO UPDATE SET package = excluded.package RETURNING id",
-            )?
-            .query_row([&b.package], |r| r.get(0))?,
-        ),
+                    )?
+                    .query_row([&b.package], |r| r.get(0))?;
+                pending.csv_ids.insert(b.package.clone(), id);
+                Some(id)
+            }
+        },
         None => None,
     };
     let n = conn
@@ -344,90 +351,22 @@ fn add_bundle_rows(
     }
     let id = conn.last_insert_rowid();
     for (seq, p) in b.properties.iter().enumerate() {
-        props
-            .0
+        pending
+            .props
             .push((id, seq as i64, p.r#type.clone(), p.value.clone()));
     }
-    props.write(conn, false)?;
+    for g in b.gvks(prop::GVK) {
+        pending.apis.push((g.group, g.version, g.kind, id));
+    }
+    pending.write(conn, false)?;
     let mut ins_img = conn.prepare_cached(
         "INSERT INTO related_image (bundle_id, seq, name, image) VALUES (?1, ?2, ?3, ?4)",
     )?;
     for (seq, r) in b.related_images.iter().enumerate() {
         ins_img.execute(params![id, seq as i64, r.name, r.image])?;
     }
-    let mut ins_api = conn.prepare_cached("INSERT OR IGNORE INTO provided_api (api_group, version, kind, bundle_id) VALUES (?1, ?2, ?3, ?4)")?;
-    for g in b.gvks(prop::GVK) {
-        ins_api.execute(params![g.group, g.version, g.kind, id])?;
-    }
     Ok(())
 }
-
-/// Runs `head` (an `INSERT` up to its `VALUES`) for every row of `rows`, [`BATCH_ROWS`] rows to
-/// a statement and the rest one at a time: for rows this small, running a statement costs more
-/// than inserting the row.
-fn insert_rows<const N: usize>(
-    conn: &Connection,
-    head: &str,
-    rows: &[[&dyn rusqlite::ToSql; N]],
-) -> Result<()> {
-    let tuple = format!("({})", ["?"; N].join(", "));
-    let run = |sql: String, rows: &[[&dyn rusqlite::ToSql; N]]| -> Result<()> {
-        let mut stmt = conn.prepare_cached(&sql)?;
-        for (i, v) in rows.iter().flatten().enumerate() {
-            stmt.raw_bind_parameter(i + 1, v)?;
-        }
-        stmt.raw_execute()?;
-        Ok(())
-    };
-    let mut batches = rows.chunks_exact(BATCH_ROWS);
-    for batch in &mut batches {
-        run(
-            format!(
-                "{head} VALUES {}",
-                vec![tuple.as_str(); BATCH_ROWS].join(", ")
-            ),
-            batch,
-        )?;
-    }
-    for row in batches.remainder() {
-        run(format!("{head} VALUES {tuple}"), std::slice::from_ref(row))?;
-    }
-    Ok(())
-}
-
-/// `bundle_property` rows (bundle id, seq, type, value) waiting to be written [`BATCH_ROWS`]
-/// to a statement. The table is keyed by (bundle id, seq) without a rowid, and a CSV's metadata
-/// overflows its page: SQLite reads every overflowing record it compares a new key with, whole,
-/// and a statement starts each search from the root. Within one statement the rows after a
-/// small one are appended after a single comparison with the last row.
-#[derive(Default)]
-struct PropertyRows(Vec<(i64, i64, String, String)>);
-
-impl PropertyRows {
-    /// Writes the pending rows in whole batches, or all of them when `all` is set.
-    fn write(&mut self, conn: &Connection, all: bool) -> Result<()> {
-        if self.0.len() < BATCH_ROWS && !all {
-            return Ok(());
-        }
-        let keep = if all { 0 } else { self.0.len() % BATCH_ROWS };
-        let upto = self.0.len() - keep;
-        let rows: Vec<[&dyn rusqlite::ToSql; 4]> = self.0[..upto]
-            .iter()
-            .map(|(id, seq, t, v)| -> [&dyn rusqlite::ToSql; 4] { [id, seq, t, v] })
-            .collect();
-        insert_rows(
-            conn,
-            "INSERT INTO bundle_property (bundle_id, seq, type, value)",
-            &rows,
-        )?;
-        drop(rows);
-        self.0.drain(..upto);
-        Ok(())
-    }
-}
-
-/// Rows per statement in [`insert_rows`].
-const BATCH_ROWS: usize = 64;
 
 /// Sets the deprecation of a bundle written before its package's deprecations were known.
 fn set_bundle_deprecation(conn: &Connection, package: &str, name: &str, msg: &str) -> Result<()> {
@@ -453,7 +392,7 @@ fn fill(
     conn: &Connection,
     cat: &Catalog,
     added: &std::collections::HashSet<(String, String)>,
-    props: &mut PropertyRows,
+    pending: &mut BundleRows,
     digest: &str,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<()> {
@@ -555,7 +494,7 @@ fn fill(
                 } else if b.is_light() {
                     bail!("bundle {} of package {} was not stored", b.name, b.package);
                 } else {
-                    add_bundle_rows(tx, b, deprecation, props)?;
+                    add_bundle_rows(tx, b, deprecation, pending)?;
                 }
             }
             if let Some(d) = &pkg.deprecations {
@@ -572,7 +511,7 @@ fn fill(
             ins_meta.execute(params![m.schema, m.package, m.name, m.blob])?;
         }
     }
-    props.write(tx, true)?;
+    pending.write(tx, true)?;
     let stored: i64 = tx.query_row("SELECT count(*) FROM bundle", [], |r| r.get(0))?;
     if stored as usize != cat.bundle_count() {
         bail!(
