@@ -14,54 +14,12 @@ use std::path::Path;
 /// (having called `f` for nothing) when the file should be read whole instead: it is small,
 /// it is not a JSON stream, or it fails before two objects decode (upstream then reads it as
 /// YAML). Otherwise returns whether the stream decoded, as [`for_each_meta`] does.
-///
-/// The JSON is parsed on a second thread, a few documents ahead of the one typing them and
-/// calling `f`, so parsing overlaps the work done with each document.
 pub(super) fn read_streaming(
     path: &Path,
     file: &str,
     chunk: usize,
     diags: &mut Vec<Diagnostic>,
     f: &mut dyn FnMut(RawMeta),
-) -> std::io::Result<Option<bool>> {
-    // Documents parsed but not yet typed: enough to keep both threads busy, few enough that
-    // the ones in flight stay a small part of memory.
-    const AHEAD: usize = 16;
-    let (tx, rx) = std::sync::mpsc::sync_channel::<(Value, usize)>(AHEAD);
-    let mut errs = Vec::new();
-    let (res, parse_diags) = std::thread::scope(|s| {
-        let parser = s.spawn(move || {
-            let mut d = Vec::new();
-            let r = parse_chunks(path, file, chunk, &mut d, &mut |v, k| {
-                // The receiver stops only when this thread has ended.
-                let _ = tx.send((v, k));
-            });
-            (r, d)
-        });
-        for (v, k) in rx {
-            emit_meta(v, k, file, &mut errs, f);
-        }
-        parser.join().unwrap_or_else(|_| {
-            let e = std::io::Error::other(format!("reading {file} failed"));
-            (Err(e), Vec::new())
-        })
-    });
-    diags.extend(parse_diags);
-    // Per-document errors count only if the stream as a whole decodes.
-    if let Ok(Some(true)) = res {
-        diags.append(&mut errs);
-    }
-    res
-}
-
-/// The parsing half of [`read_streaming`]: hands each document, with its number from 1, to
-/// `emit`, and reports only errors of the stream itself.
-fn parse_chunks(
-    path: &Path,
-    file: &str,
-    chunk: usize,
-    diags: &mut Vec<Diagnostic>,
-    emit: &mut dyn FnMut(Value, usize),
 ) -> std::io::Result<Option<bool>> {
     use std::io::Read;
     let mut input = std::fs::File::open(path)?;
@@ -74,6 +32,7 @@ fn parse_chunks(
     let mut eof = false;
     let mut n = 0usize; // documents decoded
     let mut held: Vec<Value> = Vec::with_capacity(2);
+    let mut errs = Vec::new();
     // How much to read before the next decode pass. A document larger than the buffer is
     // decoded again from its start on every pass, so while a pass consumes nothing the step
     // doubles: the passes over one huge document add up to about twice its size, not its
@@ -152,11 +111,11 @@ fn parse_chunks(
                         held.push(v);
                         if n == 2 {
                             for (i, v) in held.drain(..).enumerate() {
-                                emit(v, i + 1);
+                                emit_meta(v, i + 1, file, &mut errs, f);
                             }
                         }
                     } else {
-                        emit(v, n);
+                        emit_meta(v, n, file, &mut errs, f);
                     }
                 }
                 Some(Err(e)) if e.is_eof() && !eof => break,
@@ -180,8 +139,9 @@ fn parse_chunks(
         checked -= consumed;
     }
     for (i, v) in held.into_iter().enumerate() {
-        emit(v, i + 1);
+        emit_meta(v, i + 1, file, &mut errs, f);
     }
+    diags.append(&mut errs);
     Ok(Some(true))
 }
 
