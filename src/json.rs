@@ -115,7 +115,9 @@ pub(crate) fn write_string(out: &mut String, s: &str) {
     out.push('"');
     let bytes = s.as_bytes();
     let mut start = 0;
-    for (i, &b) in bytes.iter().enumerate() {
+    while let Some(i) = next_escape(bytes, start) {
+        out.push_str(&s[start..i]);
+        let b = bytes[i];
         let esc: &str = match b {
             b'"' => "\\\"",
             b'\\' => "\\\\",
@@ -124,10 +126,8 @@ pub(crate) fn write_string(out: &mut String, s: &str) {
             b'\t' => "\\t",
             0x08 => "\\b",
             0x0c => "\\f",
-            0x00..=0x1f => "",
-            _ => continue,
+            _ => "",
         };
-        out.push_str(&s[start..i]);
         if esc.is_empty() {
             let _ = write!(out, "\\u{b:04x}");
         } else {
@@ -137,6 +137,21 @@ pub(crate) fn write_string(out: &mut String, s: &str) {
     }
     out.push_str(&s[start..]);
     out.push('"');
+}
+
+/// The offset of the first byte at or after `from` that a JSON string must escape: `"`, `\`
+/// or a control character. Most strings need no escape at all, so 32 bytes are tested at a
+/// time, in a form the compiler turns into vector compares.
+fn next_escape(b: &[u8], from: usize) -> Option<usize> {
+    let escaped = |c: u8| c < 0x20 || c == b'"' || c == b'\\';
+    let mut i = from;
+    for chunk in b[from..].chunks_exact(32) {
+        if chunk.iter().fold(false, |hit, &c| hit | escaped(c)) {
+            break;
+        }
+        i += 32;
+    }
+    b[i..].iter().position(|&c| escaped(c)).map(|p| i + p)
 }
 
 /// Go decodes every JSON number into a float64 and prints it back.
@@ -202,10 +217,34 @@ mod tests {
             .filter_map(char::from_u32)
             .chain("é\u{2028}\u{7f}😀".chars())
             .collect();
-        for s in [all.as_str(), "", "plain", "a\"b\\c\n", "\u{1}\u{1f}x"] {
+        let long = format!(
+            "{all}{}\"{}é\u{1f}{}",
+            "x".repeat(13),
+            "ab".repeat(9),
+            "y".repeat(7)
+        );
+        for s in [
+            all.as_str(),
+            long.as_str(),
+            "",
+            "plain",
+            "a\"b\\c\n",
+            "\u{1}\u{1f}x",
+            "exactly8",
+            "sixteen bytes!!\\",
+        ] {
             let mut out = String::new();
             write_string(&mut out, s);
             assert_eq!(out, serde_json::to_string(s).unwrap(), "{s:?}");
+        }
+        // An escape at every offset of the eight-byte words, and none.
+        for k in 0..20 {
+            for c in ["\"", "\\", "\u{0}", "\u{1f}", "\u{7f}", "é", "x"] {
+                let s = format!("{}{c}{}", "a".repeat(k), "b".repeat(k % 9));
+                let mut out = String::new();
+                write_string(&mut out, &s);
+                assert_eq!(out, serde_json::to_string(&s).unwrap(), "{s:?}");
+            }
         }
     }
 

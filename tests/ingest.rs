@@ -485,3 +485,110 @@ fn successful_ingest_removes_stale_temp_files_only() {
     assert!(other.exists(), "a file of another name was removed");
     drop(live_f);
 }
+
+/// Every table of `db` as sorted text rows, bundles named by package and name instead of row
+/// ids (which follow the order bundles were written in); `source_digest` left out.
+fn contents(db: &Path) -> Vec<(String, Vec<Vec<String>>)> {
+    let by_bundle = |cols: &str, table: &str| {
+        format!(
+            "SELECT b.package, b.name, {cols} FROM {table} t JOIN bundle b ON b.id = t.bundle_id"
+        )
+    };
+    let queries = [
+        ("bundle", "SELECT package, name, version, image, deprecation, wire_core, wire_manifests, csv_synth, csv_template, (SELECT package FROM package_csv c WHERE c.id = csv_parts) FROM bundle".to_string()),
+        ("bundle_property", by_bundle("t.seq, t.type, t.value", "bundle_property")),
+        ("related_image", by_bundle("t.seq, t.name, t.image", "related_image")),
+        ("provided_api", by_bundle("t.api_group, t.version, t.kind", "provided_api")),
+        ("package_csv", "SELECT package, description, icon FROM package_csv".to_string()),
+        ("catalog_info", "SELECT * FROM catalog_info WHERE key <> 'source_digest'".to_string()),
+        ("sqlite_stat1", "SELECT * FROM sqlite_stat1".to_string()),
+        ("schema", "SELECT type, name, tbl_name, sql FROM sqlite_schema WHERE name NOT LIKE 'sqlite_stat%'".to_string()),
+    ];
+    let mut out: Vec<(String, Vec<Vec<String>>)> = queries
+        .iter()
+        .map(|(t, q)| (t.to_string(), rows(db, q)))
+        .collect();
+    for t in [
+        "package",
+        "channel",
+        "channel_entry",
+        "edge",
+        "deprecation_entry",
+        "custom_meta",
+    ] {
+        out.push((t.to_string(), rows(db, &format!("SELECT * FROM {t}"))));
+    }
+    for (_, r) in &mut out {
+        r.sort();
+    }
+    out
+}
+
+/// A streamed ingest (bundles written while the catalog is read, their tables analyzed then,
+/// property rows in batches, secondary indexes built at the end) stores what
+/// `store::write_catalog` stores for the same catalog, planner statistics included, and the
+/// schema is the one the migrations declare.
+#[test]
+fn streamed_ingest_stores_what_write_catalog_stores() {
+    let tmp = tempfile::tempdir().unwrap();
+    let declared = {
+        let c = Connection::open_in_memory().unwrap();
+        let mut dirs: Vec<_> =
+            std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations"))
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .collect();
+        dirs.sort();
+        for d in dirs {
+            c.execute_batch(&std::fs::read_to_string(d.join("up.sql")).unwrap())
+                .unwrap();
+        }
+        let mut st = c
+            .prepare("SELECT type, name, tbl_name, sql FROM sqlite_schema")
+            .unwrap();
+        let mut v: Vec<Vec<String>> = st
+            .query_map([], |r| {
+                (0..4)
+                    .map(|i| r.get::<_, Option<String>>(i).map(|s| s.unwrap_or_default()))
+                    .collect()
+            })
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        v.sort();
+        v
+    };
+    for (i, src) in [
+        fixture("csv-golden/catalog.yaml"),
+        shared("upstream-manifests"),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let streamed = tmp.path().join(format!("s{i}.db"));
+        ingest_ok(src, &streamed);
+        let cat = opreg::source::load_sources(std::slice::from_ref(src), &mut Vec::new()).unwrap();
+        let cat = opreg::validate::check(cat, &mut Vec::new(), &mut Vec::new()).unwrap();
+        let whole = tmp.path().join(format!("w{i}.db"));
+        opreg::store::write_catalog(&cat, &whole, "test", &mut |_, _| {}).unwrap();
+        let (a, b) = (contents(&streamed), contents(&whole));
+        for ((table, x), (_, y)) in a.iter().zip(&b) {
+            assert_eq!(x, y, "{table} differs for {}", src.display());
+        }
+        let schema = &a.iter().find(|(t, _)| t == "schema").unwrap().1;
+        let schema: Vec<Vec<String>> = schema
+            .iter()
+            .map(|r| r.iter().map(|s| s.replace("Null", "")).collect())
+            .collect();
+        assert_eq!(schema, declared, "schema of {}", src.display());
+        assert!(
+            !a.iter()
+                .find(|(t, _)| t == "sqlite_stat1")
+                .unwrap()
+                .1
+                .is_empty(),
+            "no statistics in {}",
+            src.display()
+        );
+    }
+}

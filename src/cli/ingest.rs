@@ -106,6 +106,7 @@ pub fn ingest_resolved(
             for b in rx {
                 builder.add_bundle(&b)?;
             }
+            builder.analyze_bundle_tables()?;
             Ok(builder)
         });
         let mut sink = |b: Bundle, diags: &mut Vec<Diagnostic>| {

@@ -2,6 +2,7 @@
 //! the catalog is still being read), synced and renamed into place; temp files of killed
 //! ingests are cleaned up.
 
+use super::batch::{insert_rows, BundleRows};
 use super::{FORMAT_KEY, FORMAT_VALUE, MIGRATIONS_DIR};
 use crate::api;
 use crate::graph;
@@ -44,7 +45,23 @@ pub struct Builder {
     conn: Connection,
     /// (package, name) of every bundle row written so far.
     added: std::collections::HashSet<(String, String)>,
+    /// Bundle rows not yet written, and the package_csv ids given out.
+    pending: BundleRows,
+    /// Whether [`BUNDLE_TABLES`] were analyzed after the last bundle was added.
+    bundles_analyzed: bool,
+    /// The `CREATE INDEX` statements of the secondary indexes dropped while the tables
+    /// [`Builder::finish`] fills are written; run again, once, before the commit.
+    deferred_indexes: Vec<String>,
 }
+
+/// The tables only [`add_bundle_rows`] writes (and `fill`'s deprecations update, in no indexed
+/// column): see [`Builder::analyze_bundle_tables`].
+const BUNDLE_TABLES: [&str; 4] = ["bundle", "bundle_property", "related_image", "provided_api"];
+
+/// Tables whose secondary indexes are built once, after their rows are in, instead of being
+/// updated row by row: an index built from sorted rows is written append-only, where tens of
+/// thousands of inserts at random places spill and re-read pages of the cache.
+const DEFERRED_INDEX_TABLES: &str = "'edge', 'channel_entry'";
 
 /// Fails at once when `output` cannot take a database: it is a directory, or its directory
 /// does not exist. Called before any work, so a long ingest never ends on that error.
@@ -98,6 +115,7 @@ impl Builder {
         migrations
             .to_latest(&mut conn)
             .context("applying schema migrations")?;
+        let deferred_indexes = drop_secondary_indexes(&conn)?;
         conn.execute_batch("BEGIN")?;
         Ok(Builder {
             tmp,
@@ -105,6 +123,9 @@ impl Builder {
             dir,
             conn,
             added: Default::default(),
+            pending: Default::default(),
+            bundles_analyzed: false,
+            deferred_indexes,
         })
     }
 
@@ -112,8 +133,22 @@ impl Builder {
     /// [`Builder::finish`] adds), properties, related images and provided APIs. A second bundle
     /// with the same package and name is ignored here; validation reports it.
     pub fn add_bundle(&mut self, b: &Bundle) -> Result<()> {
-        add_bundle_rows(&self.conn, b, None)?;
+        add_bundle_rows(&self.conn, b, None, &mut self.pending)?;
         self.added.insert((b.package.clone(), b.name.clone()));
+        self.bundles_analyzed = false;
+        Ok(())
+    }
+
+    /// Writes the bundles' last rows and gathers the query planner's statistics of
+    /// [`BUNDLE_TABLES`] now, on the thread that added them (a streaming ingest calls this
+    /// while the catalog is still being validated), so [`Builder::finish`] analyzes only the
+    /// rest, unless it writes bundles itself.
+    pub fn analyze_bundle_tables(&mut self) -> Result<()> {
+        self.pending.write(&self.conn, true)?;
+        for t in BUNDLE_TABLES {
+            self.conn.execute_batch(&format!("ANALYZE {t}"))?;
+        }
+        self.bundles_analyzed = true;
         Ok(())
     }
 
@@ -140,9 +175,44 @@ impl Builder {
             dir,
             conn,
             added,
+            mut pending,
+            bundles_analyzed,
+            deferred_indexes,
         } = self;
-        fill(&conn, cat, &added, digest, progress)?;
-        conn.execute_batch("COMMIT; ANALYZE;")?;
+        // Statistics gathered early stay right if `fill` writes no bundle (deprecations it
+        // sets change no indexed column).
+        let analyze_bundles = !bundles_analyzed
+            || cat
+                .packages
+                .values()
+                .flat_map(|p| p.bundles.values())
+                .any(|b| !added.contains(&(b.package.clone(), b.name.clone())));
+        // Most of the file is written by now: the kernel flushes it while the rest is
+        // written, so the final sync waits only for what came after.
+        let early_sync = tmp.as_file().try_clone().ok().map(|f| {
+            std::thread::spawn(move || {
+                let _ = f.sync_data();
+            })
+        });
+        fill(&conn, cat, &added, &mut pending, digest, progress)?;
+        for sql in &deferred_indexes {
+            conn.execute_batch(sql)?;
+        }
+        conn.execute_batch("COMMIT")?;
+        if analyze_bundles {
+            conn.execute_batch("ANALYZE")?;
+        } else {
+            let tables: Vec<String> = conn
+                .prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'")?
+                .query_map([], |r| r.get(0))?
+                .collect::<rusqlite::Result<_>>()?;
+            for t in tables
+                .iter()
+                .filter(|t| !BUNDLE_TABLES.contains(&t.as_str()))
+            {
+                conn.execute_batch(&format!("ANALYZE \"{}\"", t.replace('"', "\"\"")))?;
+            }
+        }
         // Keep sqlite_stat1 (row counts) but not the per-value samples: with sqlite_stat4 present
         // SQLite re-prepares every statement whose bound value meets an indexed column, which
         // was a fifth of the server's CPU on bundle lookups.
@@ -159,6 +229,9 @@ impl Builder {
         if let Ok(old) = std::fs::metadata(&output) {
             let _ = tmp.as_file().set_permissions(old.permissions());
         }
+        if let Some(t) = early_sync {
+            let _ = t.join();
+        }
         tmp.as_file().sync_all()?;
         tmp.persist(&output).with_context(|| {
             format!(
@@ -172,6 +245,23 @@ impl Builder {
         remove_stale_temp_files(&dir);
         Ok(())
     }
+}
+
+/// Drops the secondary indexes of [`DEFERRED_INDEX_TABLES`] from a new, empty database and
+/// returns their `CREATE INDEX` statements, as the migrations wrote them, to be run again
+/// when the rows are in: the schema ends up the same.
+fn drop_secondary_indexes(conn: &Connection) -> Result<Vec<String>> {
+    let found: Vec<(String, String)> = conn
+        .prepare(&format!(
+            "SELECT name, sql FROM sqlite_schema WHERE type = 'index' AND sql IS NOT NULL
+             AND tbl_name IN ({DEFERRED_INDEX_TABLES}) ORDER BY rowid"
+        ))?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    for (name, _) in &found {
+        conn.execute_batch(&format!("DROP INDEX \"{}\"", name.replace('"', "\"\"")))?;
+    }
+    Ok(found.into_iter().map(|(_, sql)| sql).collect())
 }
 
 /// Deletes the temp files that killed ingests left in `dir`. A live builder holds an exclusive
@@ -206,7 +296,12 @@ fn remove_stale_temp_files(dir: &Path) {
     }
 }
 
-fn add_bundle_rows(conn: &Connection, b: &Bundle, deprecation: Option<&str>) -> Result<()> {
+fn add_bundle_rows(
+    conn: &Connection,
+    b: &Bundle,
+    deprecation: Option<&str>,
+    pending: &mut BundleRows,
+) -> Result<()> {
     let wire = crate::wire::to_wire(b, deprecation);
     let template = wire.csv_synth.then(|| {
         crate::wire::csv_template(&crate::wire::CsvInputs {
@@ -222,13 +317,19 @@ fn add_bundle_rows(conn: &Connection, b: &Bundle, deprecation: Option<&str>) -> 
     });
     // The package's row, keyed for the join; its parts are written with the package (fill).
     let parts: Option<i64> = match template {
-        Some(_) => Some(
-            conn.prepare_cached(
-                "INSERT INTO package_csv (package) VALUES (?1)
+        Some(_) => match pending.csv_ids.get(&b.package) {
+            Some(id) => Some(*id),
+            None => {
+                let id = conn
+                    .prepare_cached(
+                        "INSERT INTO package_csv (package) VALUES (?1)
                  ON CONFLICT (package) DO UPDATE SET package = excluded.package RETURNING id",
-            )?
-            .query_row([&b.package], |r| r.get(0))?,
-        ),
+                    )?
+                    .query_row([&b.package], |r| r.get(0))?;
+                pending.csv_ids.insert(b.package.clone(), id);
+                Some(id)
+            }
+        },
         None => None,
     };
     let n = conn
@@ -249,21 +350,20 @@ fn add_bundle_rows(conn: &Connection, b: &Bundle, deprecation: Option<&str>) -> 
         return Ok(());
     }
     let id = conn.last_insert_rowid();
-    let mut ins_prop = conn.prepare_cached(
-        "INSERT INTO bundle_property (bundle_id, seq, type, value) VALUES (?1, ?2, ?3, ?4)",
-    )?;
     for (seq, p) in b.properties.iter().enumerate() {
-        ins_prop.execute(params![id, seq as i64, p.r#type, p.value])?;
+        pending
+            .props
+            .push((id, seq as i64, p.r#type.clone(), p.value.clone()));
     }
+    for g in b.gvks(prop::GVK) {
+        pending.apis.push((g.group, g.version, g.kind, id));
+    }
+    pending.write(conn, false)?;
     let mut ins_img = conn.prepare_cached(
         "INSERT INTO related_image (bundle_id, seq, name, image) VALUES (?1, ?2, ?3, ?4)",
     )?;
     for (seq, r) in b.related_images.iter().enumerate() {
         ins_img.execute(params![id, seq as i64, r.name, r.image])?;
-    }
-    let mut ins_api = conn.prepare_cached("INSERT OR IGNORE INTO provided_api (api_group, version, kind, bundle_id) VALUES (?1, ?2, ?3, ?4)")?;
-    for g in b.gvks(prop::GVK) {
-        ins_api.execute(params![g.group, g.version, g.kind, id])?;
     }
     Ok(())
 }
@@ -292,6 +392,7 @@ fn fill(
     conn: &Connection,
     cat: &Catalog,
     added: &std::collections::HashSet<(String, String)>,
+    pending: &mut BundleRows,
     digest: &str,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<()> {
@@ -313,7 +414,6 @@ fn fill(
         )?;
         let mut ins_ch = tx.prepare("INSERT INTO channel (package, name, head, properties, deprecation) VALUES (?1, ?2, ?3, ?4, ?5)")?;
         let mut ins_entry = tx.prepare("INSERT INTO channel_entry (package, channel, bundle, seq, position, replaces, skips, skip_range) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)")?;
-        let mut ins_edge = tx.prepare("INSERT OR IGNORE INTO edge (package, channel, from_bundle, to_bundle, kind, synthetic) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")?;
         let mut ins_dep = tx.prepare("INSERT INTO deprecation_entry (package, seq, schema, name, message) VALUES (?1, ?2, ?3, ?4, ?5)")?;
 
         let total = cat.packages.len() as u64;
@@ -343,7 +443,12 @@ fn fill(
                 ])?;
                 let position: std::collections::HashMap<&str, usize> =
                     order.iter().enumerate().map(|(i, n)| (*n, i)).collect();
-                for (seq, e) in ch.entries.iter().enumerate() {
+                // Rows go in primary-key order (by bundle name), so the table is written
+                // append-only; `seq` keeps the catalog's order.
+                let mut entries: Vec<(usize, &ChannelEntry)> =
+                    ch.entries.iter().enumerate().collect();
+                entries.sort_by(|a, b| a.1.name.cmp(&b.1.name));
+                for (seq, e) in entries {
                     ins_entry.execute(params![
                         pkg.name,
                         ch.name,
@@ -358,17 +463,27 @@ fn fill(
                         e.skip_range,
                     ])?;
                 }
-                for edge in graph::channel_edges(&versions, ch) {
-                    let synthetic = !pkg.bundles.contains_key(&edge.to);
-                    ins_edge.execute(params![
-                        pkg.name,
-                        ch.name,
-                        edge.from,
-                        edge.to,
-                        edge.kind.as_str(),
-                        synthetic
-                    ])?;
-                }
+                // In primary-key order (to, from, kind), as the entries above.
+                let mut edges = graph::channel_edges(&versions, ch);
+                edges.sort_by(|a, b| {
+                    (&a.to, &a.from, a.kind.as_str()).cmp(&(&b.to, &b.from, b.kind.as_str()))
+                });
+                let kinds: Vec<(&str, bool)> = edges
+                    .iter()
+                    .map(|e| (e.kind.as_str(), !pkg.bundles.contains_key(&e.to)))
+                    .collect();
+                let rows: Vec<[&dyn rusqlite::ToSql; 6]> = edges
+                    .iter()
+                    .zip(&kinds)
+                    .map(|(e, (kind, synthetic))| -> [&dyn rusqlite::ToSql; 6] {
+                        [&pkg.name, &ch.name, &e.from, &e.to, kind, synthetic]
+                    })
+                    .collect();
+                insert_rows(
+                    tx,
+                    "INSERT OR IGNORE INTO edge (package, channel, from_bundle, to_bundle, kind, synthetic)",
+                    &rows,
+                )?;
             }
             for b in pkg.bundles.values() {
                 let deprecation = pkg.bundle_deprecation(&b.name);
@@ -379,7 +494,7 @@ fn fill(
                 } else if b.is_light() {
                     bail!("bundle {} of package {} was not stored", b.name, b.package);
                 } else {
-                    add_bundle_rows(tx, b, deprecation)?;
+                    add_bundle_rows(tx, b, deprecation, pending)?;
                 }
             }
             if let Some(d) = &pkg.deprecations {
@@ -396,6 +511,7 @@ fn fill(
             ins_meta.execute(params![m.schema, m.package, m.name, m.blob])?;
         }
     }
+    pending.write(tx, true)?;
     let stored: i64 = tx.query_row("SELECT count(*) FROM bundle", [], |r| r.get(0))?;
     if stored as usize != cat.bundle_count() {
         bail!(
