@@ -73,7 +73,6 @@ pub enum Command {
 
 /// Runs the CLI on `argv`; returns the process exit code.
 pub fn run(argv: Vec<std::ffi::OsString>) -> i32 {
-    crate::memory::sqlite_allocates_from_mimalloc();
     let program = argv
         .first()
         .and_then(|a| std::path::Path::new(a).file_name())
