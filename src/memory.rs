@@ -165,7 +165,10 @@ pub struct Trimmer;
 
 impl Trimmer {
     /// Idle times at which the server trims.
-    pub const ROUNDS: [Duration; 2] = [Duration::from_secs(1), Duration::from_secs(4)];
+    /// A trim costs about a millisecond and the next call reopens a store connection (a few
+    /// hundred microseconds), so even a server called a few times a second can afford one
+    /// after every quiet quarter second.
+    pub const ROUNDS: [Duration; 2] = [Duration::from_millis(250), Duration::from_secs(3)];
     /// How long an idle blocking thread lives: it gives its heap back when it exits.
     pub const BLOCKING_KEEP_ALIVE: Duration = Duration::from_secs(2);
     const TICK: Duration = Duration::from_millis(250);
