@@ -171,7 +171,7 @@ impl Trimmer {
     pub const ROUNDS: [Duration; 2] = [Duration::from_millis(250), Duration::from_secs(3)];
     /// How long an idle blocking thread lives: it gives its heap back when it exits.
     pub const BLOCKING_KEEP_ALIVE: Duration = Duration::from_secs(2);
-    const TICK: Duration = Duration::from_millis(250);
+    const TICK: Duration = Duration::from_millis(100);
 
     /// Starts the watcher; it lives as long as the process.
     pub fn spawn(activity: Arc<Activity>, release: impl Fn() + Send + 'static) {
@@ -197,7 +197,7 @@ impl Trimmer {
                         TRIM_EPOCH.fetch_add(1, Ordering::Relaxed);
                         release();
                         // Let the woken workers park (and collect) first.
-                        std::thread::sleep(Self::TICK);
+                        std::thread::sleep(Duration::from_millis(50));
                         give_back();
                         done += 1;
                         tracing::debug!(round = done, "idle: memory given back");
