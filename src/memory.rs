@@ -140,18 +140,32 @@ pub struct Activity {
 }
 
 impl Activity {
-    pub fn begin(&self) {
+    fn begin(&self) {
         self.started.fetch_add(1, Ordering::Relaxed);
         self.in_flight.fetch_add(1, Ordering::Relaxed);
     }
-    pub fn end(&self) {
+    fn end(&self) {
         self.in_flight.fetch_sub(1, Ordering::Relaxed);
+    }
+    /// Work in flight until the guard is dropped (a call, or the server's integrity check).
+    pub fn busy(self: &Arc<Self>) -> Busy {
+        self.begin();
+        Busy(self.clone())
     }
     fn snapshot(&self) -> (u64, usize) {
         (
             self.started.load(Ordering::Relaxed),
             self.in_flight.load(Ordering::Relaxed),
         )
+    }
+}
+
+/// See [`Activity::busy`].
+pub struct Busy(Arc<Activity>);
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.0.end();
     }
 }
 

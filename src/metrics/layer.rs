@@ -76,7 +76,7 @@ where
 
     fn call(&mut self, req: http::Request<ReqB>) -> Self::Future {
         let started = Instant::now();
-        let in_flight = InFlight::begin(&self.metrics);
+        let in_flight = self.metrics.activity.busy();
         let label = match self.kind {
             Kind::Grpc => req.uri().path().to_string(),
             Kind::Http(route_of) => route_of(req.uri().path()).to_string(),
@@ -117,22 +117,6 @@ where
     }
 }
 
-/// A call in flight, from the request until its answer is written or dropped.
-struct InFlight(Arc<crate::memory::Activity>);
-
-impl InFlight {
-    fn begin(m: &Metrics) -> InFlight {
-        m.activity.begin();
-        InFlight(m.activity.clone())
-    }
-}
-
-impl Drop for InFlight {
-    fn drop(&mut self) {
-        self.0.end();
-    }
-}
-
 /// What one call has done so far.
 struct Record {
     metrics: Arc<Metrics>,
@@ -147,7 +131,8 @@ struct Record {
     frame_left: u64,
     header_left: u8,
     done: bool,
-    _in_flight: InFlight,
+    /// The call is in flight until its answer is written or dropped.
+    _in_flight: crate::memory::Busy,
 }
 
 impl Record {

@@ -139,7 +139,11 @@ pub async fn serve(
 
     let loader_state = state.clone();
     let (fatal_tx, mut fatal_rx) = tokio::sync::mpsc::channel::<anyhow::Error>(1);
+    // Loading and the integrity check count as work: an idle server gives memory back only
+    // after them.
+    let busy = opts.metrics.as_ref().map(|m| m.activity.busy());
     tokio::spawn(async move {
+        let _busy = busy;
         let started = std::time::Instant::now();
         // The package index is read before SERVING, so GetPackage and the channel checks
         // never touch SQLite.
