@@ -11,12 +11,18 @@ use std::time::{Duration, Instant};
 use tokio_stream::StreamExt;
 
 fn rss_anon_kb(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("RssAnon:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .expect("RssAnon in /proc/PID/status")
+    proc_status_kib(pid, "RssAnon")
+}
+
+async fn etcd_head(server: &Server) -> api::Bundle {
+    let mut c = server.registry().await;
+    c.get_bundle_for_channel(api::GetBundleInChannelRequest {
+        pkg_name: "etcd".into(),
+        channel_name: "singlenamespace-alpha".into(),
+    })
+    .await
+    .unwrap()
+    .into_inner()
 }
 
 fn trims(log: &str) -> usize {
@@ -84,14 +90,7 @@ fn an_idle_server_gives_back_the_memory_of_a_burst() {
             counts.iter().all(|&n| n == counts[0] && n > 1000),
             "{counts:?}"
         );
-        let mut c = server.registry().await;
-        c.get_bundle_for_channel(api::GetBundleInChannelRequest {
-            pkg_name: "etcd".into(),
-            channel_name: "singlenamespace-alpha".into(),
-        })
-        .await
-        .unwrap()
-        .into_inner()
+        etcd_head(&server).await
     });
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     sampler.join().unwrap();
@@ -104,16 +103,7 @@ fn an_idle_server_gives_back_the_memory_of_a_burst() {
         after * 2 < burst,
         "anonymous memory after the trim {after} kB, during the burst {burst} kB"
     );
-    let again = rt().block_on(async {
-        let mut c = server.registry().await;
-        c.get_bundle_for_channel(api::GetBundleInChannelRequest {
-            pkg_name: "etcd".into(),
-            channel_name: "singlenamespace-alpha".into(),
-        })
-        .await
-        .unwrap()
-        .into_inner()
-    });
+    let again = rt().block_on(etcd_head(&server));
     assert_eq!(again, first);
     assert_eq!(server.terminate(), Some(0));
 }

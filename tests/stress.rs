@@ -67,14 +67,9 @@ fn registry(ch: Channel) -> Registry {
     api::registry_client::RegistryClient::new(ch).max_decoding_message_size(64 << 20)
 }
 
-/// The server's resident set size in KiB, from /proc/<pid>/status.
+/// The server's resident set size in KiB.
 fn rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .expect("VmRSS in /proc/<pid>/status")
+    proc_status_kib(pid, "VmRSS")
 }
 
 async fn health_status(ch: Channel) -> Result<i32, tonic::Status> {

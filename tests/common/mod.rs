@@ -334,3 +334,13 @@ pub fn ingest_ok(source: &Path, db: &Path) {
     ]);
     assert_eq!(code, 0, "opreg ingest {} failed: {err}", source.display());
 }
+
+/// A `kB` field of /proc/PID/status (`VmRSS`, `RssAnon`, ...), in KiB.
+pub fn proc_status_kib(pid: u32, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or_else(|| panic!("{field} in /proc/{pid}/status"))
+}
