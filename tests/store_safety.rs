@@ -497,3 +497,58 @@ fn a_damaged_database_is_refused_as_an_ingest_source_too() {
         "a failed ingest left files behind"
     );
 }
+
+/// `opreg upgrade` on a built database reads a few pages without checking every page first (a
+/// server's start-up check); a database it must not read is still refused with one error line
+/// naming it, and a damaged page it reads is an error, not a wrong answer.
+#[test]
+fn upgrade_refuses_an_unusable_database_with_one_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let good = build_db(tmp.path(), "good.db");
+    let bytes = std::fs::read(&good).unwrap();
+    let args = |db: &Path| {
+        let (code, out, err) = opreg(&[
+            "upgrade",
+            db.to_str().unwrap(),
+            "-p",
+            "etcd",
+            "--from",
+            "etcdoperator.v0.9.0",
+            "-o",
+            "json",
+        ]);
+        (code, out, err)
+    };
+    let (code, out, err) = args(&good);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("etcdoperator.v0.9.2"), "{out}");
+
+    let truncated = tmp.path().join("truncated.db");
+    std::fs::write(&truncated, &bytes[..bytes.len() / 2]).unwrap();
+    let newer = tmp.path().join("newer.db");
+    std::fs::copy(&good, &newer).unwrap();
+    set_user_version(&newer, user_version(&good) + 1);
+    // Every page after the first damaged: whatever upgrade reads is damaged.
+    let mut wrecked = bytes.clone();
+    for (i, b) in wrecked[4096..].iter_mut().enumerate() {
+        *b = (i * 7 + 3) as u8;
+    }
+    let damaged = tmp.path().join("damaged.db");
+    std::fs::write(&damaged, &wrecked).unwrap();
+    for (db, words) in [
+        (&truncated, &["truncated"][..]),
+        (&newer, &["newer opreg"][..]),
+        (
+            &damaged,
+            &["malformed", "damaged", "corrupt", "not a database"][..],
+        ),
+    ] {
+        let (code, _, err) = args(db);
+        assert_eq!(code, 1, "{}: {err}", db.display());
+        assert!(!err.contains("panicked"), "{err}");
+        let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("error")).collect();
+        assert_eq!(lines.len(), 1, "{}: {err}", db.display());
+        assert!(lines[0].contains(&db.display().to_string()), "{err}");
+        assert!(words.iter().any(|w| lines[0].contains(w)), "{err}");
+    }
+}
