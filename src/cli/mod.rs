@@ -10,6 +10,7 @@ pub mod health_probe;
 pub mod ingest;
 pub mod list;
 pub mod load;
+pub mod log_sink;
 pub mod opm;
 pub mod output;
 pub mod poll;
@@ -98,7 +99,7 @@ pub fn run(argv: Vec<std::ffi::OsString>) -> i32 {
 pub fn dispatch(cli: Cli) -> i32 {
     let debug = matches!(&cli.command, Command::Serve(a) if a.debug);
     init_logging(cli.log_format, debug);
-    match cli.command {
+    let code = match cli.command {
         Command::Ingest(a) => ingest::run(a),
         Command::Validate(a) => validate::run(a),
         Command::Render(a) => render::run(a),
@@ -111,7 +112,9 @@ pub fn dispatch(cli: Cli) -> i32 {
         Command::Completions(a) => completions::run(a),
         Command::Man(a) => completions::run_man(a),
         Command::HealthProbe(a) => health_probe::run(a),
-    }
+    };
+    log_sink::flush();
+    code
 }
 
 pub fn init_logging(format: LogFormat, debug: bool) {
@@ -138,7 +141,7 @@ pub fn init_logging(format: LogFormat, debug: bool) {
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(std::io::stderr().is_terminal())
-        .with_writer(std::io::stderr)
+        .with_writer(log_sink::Sink)
         .log_internal_errors(false);
     let _ = match format {
         LogFormat::Text => builder.try_init(),

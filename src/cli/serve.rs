@@ -239,7 +239,9 @@ async fn run_async(mut a: Args) -> Result<()> {
     let state = Arc::new(crate::server::State::default());
     let idle_state = state.clone();
     let runtime = tokio::runtime::Handle::current();
+    super::log_sink::batch();
     crate::memory::Trimmer::spawn(metrics.activity.clone(), move || {
+        super::log_sink::flush();
         if let Ok(s) = idle_state.store() {
             s.close_idle_connections();
         }

@@ -12,6 +12,10 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Instant;
 
+/// The target of the per-call log lines (this module's path, as tracing sets it): the CLI's
+/// log sink batches these lines in a server.
+pub const CALL_LOG_TARGET: &str = module_path!();
+
 #[derive(Clone, Copy, Debug)]
 enum Kind {
     Grpc,
@@ -190,7 +194,7 @@ impl Record {
                     tracing::info!(
                         method = %self.label,
                         status = code,
-                        duration_ms = secs * 1000.0,
+                        duration_ms = %format_args!("{:.3}", secs * 1000.0),
                         bytes = self.bytes,
                         messages = self.messages,
                         "grpc call"
@@ -211,7 +215,7 @@ impl Record {
                         method = %self.method,
                         route = %self.label,
                         status = %code,
-                        duration_ms = secs * 1000.0,
+                        duration_ms = %format_args!("{:.3}", secs * 1000.0),
                         bytes = self.bytes,
                         "http request"
                     );
