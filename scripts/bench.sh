@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Benchmarks (issue 7): regenerates BENCHMARKS.md with one command.
 #
-#   scripts/bench.sh                 full run (about 15 minutes on 2 cores): the corpus's community
+#   scripts/bench.sh                 full run (about 15 minutes on 2 cores, plus the baseline build once): the corpus's community
 #                                    and certified catalogs plus synthetic catalogs at 1x, 4x, 16x;
 #                                    then OLM fan-out and a million-request memory run on the
 #                                    community catalog and growth up to 64x (about 800 MB of FBC,
@@ -9,6 +9,10 @@
 #   scripts/bench.sh --smoke         seconds: the upstream manifests (rendered) and a tiny synthetic
 #                                    catalog, short load phases; writes a temp file and prints it
 #   scripts/bench.sh --out FILE      write the report elsewhere
+#   scripts/bench.sh --baseline REV  measure the build of git revision REV side by side with this
+#                                    one (default: 0f013dc, the last commit before the restructure
+#                                    of issue 12); built once into ~/.cache/opreg-bench/
+#   scripts/bench.sh --no-baseline   no side-by-side section
 #   scripts/bench.sh -- ARGS...      pass ARGS to the harness's `run` (e.g. --scales 1,4 --duration 5);
 #                                    see `cargo bench --bench harness -- run --help`
 #
@@ -22,15 +26,39 @@ cd "$(dirname "$0")/.."
 
 smoke=0
 out=""
+baseline=0f013dc
 extra=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --smoke) smoke=1; shift ;;
     --out) out="$2"; shift 2 ;;
+    --baseline) baseline="$2"; shift 2 ;;
+    --no-baseline) baseline=""; shift ;;
     --) shift; extra+=("$@"); break ;;
-    *) echo "usage: scripts/bench.sh [--smoke] [--out FILE] [-- HARNESS-RUN-ARGS...]" >&2; exit 2 ;;
+    *) echo "usage: scripts/bench.sh [--smoke] [--out FILE] [--baseline REV | --no-baseline] [-- HARNESS-RUN-ARGS...]" >&2; exit 2 ;;
   esac
 done
+
+# Builds opreg at git revision $1 (release profile, same toolchain) outside this tree, so that
+# this tree's .cargo/config.toml does not apply, and prints the binary's path.
+build_baseline() {
+  local rev dir
+  rev=$(git rev-parse --verify --quiet --short=12 "$1^{commit}") || {
+    echo "bench.sh: baseline $1 is not in this repository's history; no side-by-side section" >&2
+    return 1
+  }
+  dir="${XDG_CACHE_HOME:-$HOME/.cache}/opreg-bench/$rev"
+  if [ ! -x "$dir/target/release/opreg" ]; then
+    echo "bench.sh: building the baseline $rev (once) in $dir" >&2
+    rm -rf "$dir/src" && mkdir -p "$dir/src"
+    git archive "$rev" | tar -x -C "$dir/src"
+    (cd "$dir/src" && CARGO_TARGET_DIR="$dir/target" cargo build --release --locked --quiet --bin opreg) >&2 || {
+      echo "bench.sh: the baseline $rev did not build; no side-by-side section" >&2
+      return 1
+    }
+  fi
+  echo "$dir/target/release/opreg"
+}
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -43,6 +71,9 @@ if [ "$smoke" = 1 ]; then
 else
   [ -n "$out" ] || out=BENCHMARKS.md
   args+=(--command "scripts/bench.sh${extra[*]:+ -- ${extra[*]}}")
+  if [ -n "$baseline" ] && bin=$(build_baseline "$baseline"); then
+    args+=(--baseline "$bin" --baseline-label "$baseline")
+  fi
 fi
 
 cargo bench --bench harness -- "${args[@]}" "${extra[@]}"

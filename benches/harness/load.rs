@@ -232,6 +232,7 @@ async fn bundle_call(
     Some(req.send(ch).await.map(|_| ()))
 }
 
+#[derive(Clone, Copy)]
 pub struct LoadStats {
     pub rps: f64,
     pub p50_us: f64,

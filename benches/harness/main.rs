@@ -24,6 +24,7 @@
 //! Subcommands: `run` (the suite; `--smoke` for a seconds-long run on tiny inputs), `gen` (write
 //! a synthetic catalog), `floor-parse` (internal: the parse floor, run as a child).
 
+mod baseline;
 mod corpus;
 mod fanout;
 mod floor;
@@ -110,6 +111,20 @@ enum Cmd {
         #[arg(long)]
         work: PathBuf,
     },
+    /// Only the side-by-side section against a baseline build on CATALOG, printed as Markdown
+    /// (see baseline.rs).
+    Baseline {
+        catalog: PathBuf,
+        /// The baseline build's binary.
+        #[arg(long, value_name = "BIN")]
+        bin: PathBuf,
+        #[arg(long, default_value = "baseline")]
+        label: String,
+        #[arg(long, default_value_t = 3)]
+        rounds: usize,
+        #[arg(long)]
+        work: PathBuf,
+    },
     /// Internal: the serde_json parse floor on FILE (run as a child process).
     #[command(hide = true)]
     FloorParse { file: PathBuf },
@@ -153,6 +168,13 @@ struct RunArgs {
     /// The command line to print in the report.
     #[arg(long, default_value = "scripts/bench.sh")]
     command: String,
+    /// An older build of opreg to measure side by side with this one on the primary catalog
+    /// (see baseline.rs).
+    #[arg(long, value_name = "BIN")]
+    baseline: Option<PathBuf>,
+    /// What the report calls the baseline build (e.g. its commit).
+    #[arg(long, value_name = "LABEL", default_value = "baseline")]
+    baseline_label: String,
 }
 
 fn main() {
@@ -182,6 +204,38 @@ fn main() {
             perf,
         }) => probe(&db, &rpc, callers, duration, threads, perf.as_deref()),
         Some(Cmd::Run(a)) => run(a),
+        Some(Cmd::Baseline {
+            catalog,
+            bin,
+            label,
+            rounds,
+            work,
+        }) => {
+            let _ = std::fs::create_dir_all(&work);
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .enable_all()
+                .build()
+                .expect("client runtime");
+            let catalog = corpus::repaired_copy(&catalog, &work.join("corpus")).expect("copy");
+            let c = baseline::measure(
+                &rt,
+                &baseline::Plan {
+                    baseline: &bin,
+                    label: &label,
+                    bin: &procs::opreg_bin(),
+                    catalog: &catalog,
+                    work: &work,
+                    warmup: Duration::from_millis(500),
+                    dur: Duration::from_secs(3),
+                    rounds,
+                },
+            );
+            let mut report = String::new();
+            let name = catalog.file_name().unwrap_or_default().to_string_lossy();
+            baseline::section(&mut report, &name, &c);
+            print!("{report}");
+        }
         Some(Cmd::Floor { db, duration, work }) => {
             let _ = std::fs::create_dir_all(&work);
             let rt = tokio::runtime::Builder::new_multi_thread()
@@ -189,7 +243,7 @@ fn main() {
                 .enable_all()
                 .build()
                 .expect("client runtime");
-            let bin = PathBuf::from(env!("CARGO_BIN_EXE_opreg"));
+            let bin = procs::opreg_bin();
             let mut s = Server::spawn(&bin, &db, None, &work.join("serve.log"));
             rt.block_on(load::wait_serving(&mut s, Duration::from_secs(60)))
                 .unwrap_or_else(|e| panic!("{e}"));
@@ -216,7 +270,7 @@ fn main() {
                 ..olm_rows::Plan::new(false, DEFAULT_SEED)
             };
             let mut report = String::new();
-            let bin = PathBuf::from(env!("CARGO_BIN_EXE_opreg"));
+            let bin = procs::opreg_bin();
             let name = catalog.file_name().unwrap_or_default().to_string_lossy();
             // The corpus catalogs need their few broken icons replaced (corpus.rs).
             let catalog = corpus::repaired_copy(&catalog, &work.join("corpus")).expect("copy");
@@ -289,7 +343,7 @@ fn sha256_file(p: &Path) -> String {
 }
 
 fn run(mut a: RunArgs) {
-    let bin = PathBuf::from(env!("CARGO_BIN_EXE_opreg"));
+    let bin = procs::opreg_bin();
     let me = std::env::current_exe().expect("current exe");
     let work = a
         .work
@@ -535,6 +589,23 @@ fn run(mut a: RunArgs) {
         primary.map(|p| p.path.as_path()),
         &olm_rows::Plan::new(a.smoke, a.seed),
     );
+    if let (Some(old), Some(p)) = (&a.baseline, primary) {
+        eprintln!("harness: == {}: against {} ==", p.name, a.baseline_label);
+        let c = baseline::measure(
+            &rt,
+            &baseline::Plan {
+                baseline: old,
+                label: &a.baseline_label,
+                bin: &bin,
+                catalog: &p.path,
+                work: &work,
+                warmup,
+                dur,
+                rounds: if a.smoke { 1 } else { 3 },
+            },
+        );
+        baseline::section(&mut report, &p.name, &c);
+    }
     match &a.out {
         Some(p) => std::fs::write(p, report).expect("write report"),
         None => print!("{report}"),

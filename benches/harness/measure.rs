@@ -25,6 +25,7 @@ pub fn probe(
     threads: Option<usize>,
     perf: Option<&Path>,
 ) {
+    let list_bundles = rpc == "ListBundles";
     let rpc = match rpc {
         "Empty" | "empty" => Rpc::Empty,
         "GetPackage" => Rpc::GetPackage,
@@ -32,9 +33,10 @@ pub fn probe(
         "GetBundle" => Rpc::GetBundle,
         "GetBundleForChannel" => Rpc::GetBundleForChannel,
         "GetDefaultBundleThatProvides" => Rpc::GetDefaultBundleThatProvides,
-        other => panic!("unknown RPC {other}: Empty, GetPackage, GetBundle, GetBundleForChannel, GetBundleThatReplaces or GetDefaultBundleThatProvides"),
+        "ListBundles" => Rpc::Empty, // streamed five times below instead
+        other => panic!("unknown RPC {other}: Empty, GetPackage, GetBundle, GetBundleForChannel, GetBundleThatReplaces, GetDefaultBundleThatProvides or ListBundles (five whole streams)"),
     };
-    let bin = PathBuf::from(env!("CARGO_BIN_EXE_opreg"));
+    let bin = procs::opreg_bin();
     let log = std::env::temp_dir().join("opreg-probe.log");
     let mut s = match perf {
         Some(out) => Server::spawn_wrapped(
@@ -70,6 +72,19 @@ pub fn probe(
         s.pid(),
         mb(s.rss_kb())
     );
+    if list_bundles {
+        for _ in 0..5 {
+            let l = rt.block_on(load::list_bundles(&s));
+            eprintln!(
+                "ListBundles: {} messages in {:.3} s, server RSS peak {:.1} MB",
+                l.msgs,
+                l.secs,
+                mb(l.rss_peak_kb)
+            );
+        }
+        s.interrupt();
+        return;
+    }
     let keys = Arc::new(read_keys(db));
     let st = rt.block_on(load::unary(
         &s,

@@ -78,6 +78,14 @@ pub fn status_kb(pid: u32, field: &str) -> u64 {
 }
 
 /// A running `opreg serve`, killed on drop.
+/// The `opreg` binary every measurement runs: the one built with the harness, or the one named
+/// by `OPREG_BENCH_BIN` (to measure another build, e.g. an older commit's, with the same client).
+pub fn opreg_bin() -> PathBuf {
+    std::env::var_os("OPREG_BENCH_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_opreg")))
+}
+
 pub struct Server {
     child: Child,
     pub port: u16,

@@ -1,0 +1,289 @@
+//! The main figures of two builds of opreg, measured in the same run and alternately: the
+//! build under test and a baseline build (`scripts/bench.sh` builds one from an earlier commit;
+//! by default the last commit before the restructure of issue 12). Figures taken on different
+//! days move with the machine (the parse floor itself moved by 40 % between two runs), so
+//! "no figure worse than before" is only checkable side by side.
+//!
+//! Each build ingests the catalog into a database of its own (the schema differs between
+//! versions); the keys for the unary runs come from the build under test's database.
+
+use super::*;
+use crate::load::LoadStats;
+
+/// Samples of one build.
+#[derive(Default)]
+struct Side {
+    ingest: Vec<ChildStats>,
+    start_ms: Vec<f64>,
+    idle_kb: Vec<f64>,
+    list_s: Vec<f64>,
+    unary: Vec<(Rpc, usize, Vec<LoadStats>)>,
+    upgrade_ms: [Vec<f64>; 2],
+}
+
+pub struct Compared {
+    baseline_label: String,
+    sides: [Side; 2],
+}
+
+const BUILDS: [&str; 2] = ["baseline", "this build"];
+
+/// What [`measure`] compares, where, and how long.
+pub struct Plan<'a> {
+    pub baseline: &'a Path,
+    pub label: &'a str,
+    pub bin: &'a Path,
+    pub catalog: &'a Path,
+    pub work: &'a Path,
+    pub warmup: Duration,
+    pub dur: Duration,
+    pub rounds: usize,
+}
+
+/// Measures the baseline (index 0) and this build (index 1) on the catalog, alternating every
+/// step.
+pub fn measure(rt: &tokio::runtime::Runtime, p: &Plan) -> Compared {
+    let (catalog, work, warmup, dur, rounds) = (p.catalog, p.work, p.warmup, p.dur, p.rounds);
+    let bins = [p.baseline, p.bin];
+    let mut sides = [Side::default(), Side::default()];
+    let dbs = [work.join("baseline-0.db"), work.join("baseline-1.db")];
+    let errf = work.join("baseline.stderr");
+    let log = work.join("baseline-serve.log");
+    for _ in 0..rounds {
+        for (i, b) in bins.iter().enumerate() {
+            let _ = std::fs::remove_file(&dbs[i]);
+            let st = procs::run_child(
+                Command::new(b)
+                    .arg("ingest")
+                    .arg(catalog)
+                    .arg("-o")
+                    .arg(&dbs[i])
+                    .arg("-q"),
+                &errf,
+            )
+            .unwrap_or_else(|e| panic!("ingest with {}: {e}", b.display()));
+            sides[i].ingest.push(st);
+        }
+    }
+    let keys = Arc::new(read_keys(&dbs[1]));
+    // Start-up and idle RSS (0.5 s after SERVING), a fresh server each time.
+    for _ in 0..rounds * 2 {
+        for i in 0..2 {
+            let mut s = Server::spawn(bins[i], &dbs[i], None, &log);
+            let t = rt
+                .block_on(load::wait_serving(&mut s, Duration::from_secs(60)))
+                .unwrap_or_else(|e| panic!("{e}"));
+            std::thread::sleep(Duration::from_millis(500));
+            sides[i].start_ms.push(t.as_secs_f64() * 1e3);
+            sides[i].idle_kb.push(s.rss_kb() as f64);
+        }
+    }
+    // ListBundles and the unary runs, one server per build and round.
+    for _ in 0..rounds {
+        for i in 0..2 {
+            let mut s = Server::spawn(bins[i], &dbs[i], None, &log);
+            rt.block_on(load::wait_serving(&mut s, Duration::from_secs(60)))
+                .unwrap_or_else(|e| panic!("{e}"));
+            s.wait_log("integrity check passed", Duration::from_secs(120));
+            for _ in 0..2 {
+                sides[i]
+                    .list_s
+                    .push(rt.block_on(load::list_bundles(&s)).secs);
+            }
+            for rpc in [Rpc::GetPackage, Rpc::GetBundleThatReplaces] {
+                for callers in [1, 64] {
+                    let st = rt.block_on(load::unary(&s, rpc, callers, keys.clone(), warmup, dur));
+                    let u = &mut sides[i].unary;
+                    match u.iter_mut().find(|r| r.0 == rpc && r.1 == callers) {
+                        Some(r) => r.2.push(st),
+                        None => u.push((rpc, callers, vec![st])),
+                    }
+                }
+            }
+        }
+    }
+    for _ in 0..rounds {
+        for (i, b) in bins.iter().enumerate() {
+            if let Some(u) = measure_upgrade(b, &dbs[i], &errf, 5) {
+                sides[i].upgrade_ms[0].push(u.classic_ms);
+                sides[i].upgrade_ms[1].push(u.v1_ms);
+            }
+        }
+    }
+    for db in &dbs {
+        let _ = std::fs::remove_file(db);
+    }
+    Compared {
+        baseline_label: p.label.to_string(),
+        sides,
+    }
+}
+
+/// How a figure compares: lower is better unless `higher_better`.
+struct Figure {
+    name: String,
+    unit: &'static str,
+    higher_better: bool,
+    samples: [Vec<f64>; 2],
+}
+
+impl Figure {
+    fn new(name: impl Into<String>, unit: &'static str, higher_better: bool) -> Figure {
+        Figure {
+            name: name.into(),
+            unit,
+            higher_better,
+            samples: [Vec::new(), Vec::new()],
+        }
+    }
+
+    /// The verdict: worse (better) by more than noise when this build's median is more than
+    /// 5 % worse (better) than the baseline's and every sample of this build is worse (better)
+    /// than every sample of the baseline: the two sets of samples do not overlap.
+    fn verdict(&self) -> &'static str {
+        let [a, b] = &self.samples;
+        if a.is_empty() || b.is_empty() {
+            return "not measured";
+        }
+        let (ma, mb) = (median(a), median(b));
+        let worse_by = if self.higher_better { ma / mb } else { mb / ma };
+        let (amin, amax) = min_max(a);
+        let (bmin, bmax) = min_max(b);
+        // Every sample of this build worse (or better) than every sample of the baseline.
+        let (all_worse, all_better) = if self.higher_better {
+            (bmax < amin, bmin > amax)
+        } else {
+            (bmin > amax, bmax < amin)
+        };
+        if worse_by > 1.05 && all_worse {
+            "**worse**"
+        } else if worse_by < 1.0 / 1.05 && all_better {
+            "better"
+        } else {
+            "same (within noise)"
+        }
+    }
+}
+
+fn min_max(v: &[f64]) -> (f64, f64) {
+    v.iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &x| {
+            (lo.min(x), hi.max(x))
+        })
+}
+
+pub fn section(report: &mut String, catalog: &str, c: &Compared) {
+    let mut figs: Vec<Figure> = Vec::new();
+    let mut push = |f: Figure, pick: &dyn Fn(&Side) -> Vec<f64>| {
+        let mut f = f;
+        f.samples = [pick(&c.sides[0]), pick(&c.sides[1])];
+        figs.push(f);
+    };
+    push(Figure::new("ingest wall", "s", false), &|s| {
+        s.ingest.iter().map(|x| x.wall.as_secs_f64()).collect()
+    });
+    push(Figure::new("ingest CPU", "s", false), &|s| {
+        s.ingest.iter().map(|x| x.cpu.as_secs_f64()).collect()
+    });
+    push(Figure::new("ingest peak RSS", "MB", false), &|s| {
+        s.ingest
+            .iter()
+            .map(|x| x.maxrss_kb as f64 / 1024.0)
+            .collect()
+    });
+    push(Figure::new("start → SERVING", "ms", false), &|s| {
+        s.start_ms.clone()
+    });
+    push(
+        Figure::new("idle RSS 0.5 s after SERVING", "MB", false),
+        &|s| s.idle_kb.iter().map(|k| k / 1024.0).collect(),
+    );
+    push(Figure::new("full ListBundles", "s", false), &|s| {
+        s.list_s.clone()
+    });
+    for rpc in [Rpc::GetPackage, Rpc::GetBundleThatReplaces] {
+        for callers in [1usize, 64] {
+            let runs = move |s: &Side| -> Vec<LoadStats> {
+                s.unary
+                    .iter()
+                    .find(|r| r.0 == rpc && r.1 == callers)
+                    .map(|r| r.2.clone())
+                    .unwrap_or_default()
+            };
+            push(
+                Figure::new(format!("{} ×{callers}: calls/s", rpc.label()), "", true),
+                &|s| runs(s).iter().map(|x| x.rps).collect(),
+            );
+            push(
+                Figure::new(
+                    format!("{} ×{callers}: server CPU per call", rpc.label()),
+                    "µs",
+                    false,
+                ),
+                &|s| runs(s).iter().map(|x| x.server_cpu_us).collect(),
+            );
+        }
+    }
+    push(Figure::new("opreg upgrade, classic", "ms", false), &|s| {
+        s.upgrade_ms[0].clone()
+    });
+    push(Figure::new("opreg upgrade, v1", "ms", false), &|s| {
+        s.upgrade_ms[1].clone()
+    });
+
+    let _ = writeln!(
+        report,
+        "\n## Against the baseline build ({})\n\n**{catalog}**. The build under test and the \
+         baseline build (`{}`, built by `scripts/bench.sh` with the same toolchain) measured in \
+         this run, alternately: ingest ×{n}, start-up and idle RSS ×{s2} (a fresh server each), \
+         on {n} servers each: ListBundles ×2 and every unary load point once; `opreg upgrade` as in \
+         the table above, ×{n}. A figure is worse \
+         by more than noise when this build's median is more than 5 % worse than the \
+         baseline's and the two builds' samples do not overlap.\n",
+        c.baseline_label,
+        c.baseline_label,
+        n = c.sides[1].ingest.len(),
+        s2 = c.sides[1].start_ms.len(),
+    );
+    let _ = writeln!(
+        report,
+        "| figure | {} median (min–max) | {} median (min–max) | this ÷ baseline | verdict |",
+        BUILDS[0], BUILDS[1]
+    );
+    let _ = writeln!(report, "|---|---|---|---|---|");
+    for f in &figs {
+        let cell = |v: &Vec<f64>| {
+            if v.is_empty() {
+                return "–".to_string();
+            }
+            let (lo, hi) = min_max(v);
+            format!("{} ({}–{}) {}", fmt3(median(v)), fmt3(lo), fmt3(hi), f.unit)
+        };
+        let ratio = if f.samples[0].is_empty() || f.samples[1].is_empty() {
+            "–".to_string()
+        } else {
+            format!("{:.2}", median(&f.samples[1]) / median(&f.samples[0]))
+        };
+        let _ = writeln!(
+            report,
+            "| {} | {} | {} | {ratio} | {} |",
+            f.name,
+            cell(&f.samples[0]),
+            cell(&f.samples[1]),
+            f.verdict()
+        );
+    }
+}
+
+/// Three significant digits, at most.
+fn fmt3(x: f64) -> String {
+    if x >= 100.0 {
+        format!("{x:.0}")
+    } else if x >= 10.0 {
+        format!("{x:.1}")
+    } else if x >= 1.0 {
+        format!("{x:.2}")
+    } else {
+        format!("{x:.3}")
+    }
+}
