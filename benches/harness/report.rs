@@ -172,7 +172,7 @@ pub fn render(a: &RunArgs, rows: &[Row], dur: Duration, warmup: Duration, starts
         );
     }
 
-    let _ = writeln!(w, "\n## Ingest\n\nFloor: a child process that reads the file and decodes every JSON document into a `serde_json::Value` with nothing else built (best of 3). Ingest: `opreg ingest FILE -o DB -q`, one run. Wall time is from spawn to exit; peak RSS is the child's `ru_maxrss` (wait4).\n");
+    let _ = writeln!(w, "\n## Ingest\n\nFloor: a child process that reads the file and decodes every JSON document into a `serde_json::Value` with nothing else built (best of 3). Ingest: `opreg ingest FILE -o DB -q`, best of 3. Wall time is from spawn to exit; peak RSS is the child's VmHWM, read every 2 ms while it runs (its `ru_maxrss` also counts the peak of the harness it was spawned from).\n");
     let _ = writeln!(w, "| catalog | floor (s) | floor peak RSS (MB) | ingest (s) | × floor | ingest peak RSS (MB) | × floor | ingest CPU (s) |\n|---|---|---|---|---|---|---|---|");
     for r in rows {
         let (fw, iw) = (r.floor.wall.as_secs_f64(), r.ingest.wall.as_secs_f64());
