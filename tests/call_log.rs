@@ -7,7 +7,6 @@ mod common;
 use common::*;
 use opreg::api;
 use std::time::{Duration, Instant};
-use tokio_stream::StreamExt;
 
 const GET_PACKAGE: &str = "method=/api.Registry/GetPackage ";
 
@@ -45,17 +44,8 @@ fn every_call_is_logged_once_in_order_without_further_traffic() {
         assert!(get_package(&server, "no-such-package").await.is_err());
         get_package(&server, "example").await.unwrap();
         let mut c = server.registry().await;
-        let mut s = c
-            .list_bundles(api::ListBundlesRequest {})
-            .await
-            .unwrap()
-            .into_inner();
-        let mut n = 0;
-        while let Some(b) = s.next().await {
-            b.unwrap();
-            n += 1;
-        }
-        n
+        let s = c.list_bundles(api::ListBundlesRequest {}).await.unwrap();
+        count_stream(s.into_inner()).await
     });
     // No call after these: the lines must still arrive.
     let lines = wait_for_lines(&server, GET_PACKAGE, 3);

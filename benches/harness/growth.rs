@@ -52,11 +52,7 @@ fn point(bin: &Path, work: &Path, seed: u64, scale: f64) -> Result<Point, String
     if generated {
         let _ = std::fs::remove_file(&src);
     }
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .map_err(|e| e.to_string())?;
+    let rt = crate::load::client_runtime().map_err(|e| e.to_string())?;
     let mut s = Server::spawn(bin, &db, None, &work.join("growth-serve.log"));
     rt.block_on(crate::load::wait_serving(&mut s, Duration::from_secs(120)))?;
     s.wait_log("integrity check passed", Duration::from_secs(300));

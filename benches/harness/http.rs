@@ -219,11 +219,7 @@ pub fn measure(bin: &Path, catalog: &Path, work: &Path, dur: Duration) -> Result
         Duration::from_secs(30),
     )?;
 
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .map_err(|e| e.to_string())?;
+    let rt = crate::load::client_runtime().map_err(|e| e.to_string())?;
     let mut load_rss_kb = 0;
     let opreg_bps = load(&rt, &format!("{base}/all"), dur, || {
         load_rss_kb = load_rss_kb.max(status_kb(pid, "VmRSS:"));

@@ -55,6 +55,15 @@ pub struct ListStats {
     pub rss_peak_kb: u64,
 }
 
+/// The runtime every client of the harness runs on: one worker thread, so that the client
+/// takes at most one of the cores it shares with the server.
+pub fn client_runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+}
+
 /// Streams the whole ListBundles on a fresh connection, decoding every message.
 pub async fn list_bundles(server: &Server) -> ListStats {
     let ch = connect(&server.addr()).await.expect("connect");

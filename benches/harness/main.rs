@@ -212,11 +212,7 @@ fn main() {
             work,
         }) => {
             let _ = std::fs::create_dir_all(&work);
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(1)
-                .enable_all()
-                .build()
-                .expect("client runtime");
+            let rt = load::client_runtime().expect("client runtime");
             let catalog = corpus::repaired_copy(&catalog, &work.join("corpus")).expect("copy");
             let c = baseline::measure(
                 &rt,
@@ -238,11 +234,7 @@ fn main() {
         }
         Some(Cmd::Floor { db, duration, work }) => {
             let _ = std::fs::create_dir_all(&work);
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(1)
-                .enable_all()
-                .build()
-                .expect("client runtime");
+            let rt = load::client_runtime().expect("client runtime");
             let bin = procs::opreg_bin();
             let mut s = Server::spawn(&bin, &db, None, &work.join("serve.log"));
             rt.block_on(load::wait_serving(&mut s, Duration::from_secs(60)))
@@ -431,11 +423,7 @@ fn run(mut a: RunArgs) {
     }
     assert!(!inputs.is_empty(), "no catalogs to measure");
 
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .expect("client runtime");
+    let rt = load::client_runtime().expect("client runtime");
 
     let mut rows = Vec::new();
     let mut bundle_floor = None;

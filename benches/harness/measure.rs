@@ -58,11 +58,7 @@ pub fn probe(
         ),
         None => Server::spawn(&bin, db, threads, &log),
     };
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .expect("client runtime");
+    let rt = load::client_runtime().expect("client runtime");
     let t = rt
         .block_on(load::wait_serving(&mut s, Duration::from_secs(60)))
         .unwrap_or_else(|e| panic!("{e}"));

@@ -241,11 +241,7 @@ pub fn measure(
     const CONNECTIONS: usize = 64;
     const CALLERS_PER_CONNECTION: usize = 2;
     let list_every = 50_000.min(total / 4).max(1);
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .map_err(|e| e.to_string())?;
+    let rt = crate::load::client_runtime().map_err(|e| e.to_string())?;
     let log = work_dir.join("memload.log");
     let mut server = Server::spawn(bin, db, None, &log);
     rt.block_on(crate::load::wait_serving(

@@ -252,6 +252,16 @@ pub async fn registry_client(
     opreg::api::registry_client::RegistryClient::new(ch).max_decoding_message_size(64 << 20)
 }
 
+/// Reads a server stream to its end, every message Ok; returns how many there were.
+pub async fn count_stream<T>(mut s: tonic::Streaming<T>) -> usize {
+    let mut n = 0;
+    while let Some(m) = tokio_stream::StreamExt::next(&mut s).await {
+        m.unwrap();
+        n += 1;
+    }
+    n
+}
+
 /// Polls health at `addr` until SERVING; `exited` reports a server process that has died
 /// (its exit status and stderr), which fails the wait at once.
 pub fn wait_serving(addr: &str, limit: Duration, mut exited: impl FnMut() -> Option<String>) {
