@@ -287,3 +287,27 @@ fn fmt3(x: f64) -> String {
         format!("{x:.3}")
     }
 }
+
+/// The `baseline` subcommand: only this section, on CATALOG, printed as Markdown.
+pub fn alone(catalog: &Path, baseline: &Path, label: &str, rounds: usize, work: &Path) {
+    let _ = std::fs::create_dir_all(work);
+    let rt = load::client_runtime().expect("client runtime");
+    let catalog = corpus::repaired_copy(catalog, &work.join("corpus")).expect("copy");
+    let c = measure(
+        &rt,
+        &Plan {
+            baseline,
+            label,
+            bin: &procs::opreg_bin(),
+            catalog: &catalog,
+            work,
+            warmup: Duration::from_millis(500),
+            dur: Duration::from_secs(3),
+            rounds,
+        },
+    );
+    let mut report = String::new();
+    let name = catalog.file_name().unwrap_or_default().to_string_lossy();
+    section(&mut report, &name, &c);
+    print!("{report}");
+}

@@ -359,3 +359,24 @@ pub fn section(w: &mut String, name: &str, res: &Result<(Vec<FloorRow>, f64), St
         );
     }
 }
+
+/// The `floor` subcommand: only this section, against `opreg serve DB`, printed as Markdown.
+pub fn alone(db: &Path, duration: f64, work: &Path) {
+    let _ = std::fs::create_dir_all(work);
+    let rt = load::client_runtime().expect("client runtime");
+    let mut s = Server::spawn(
+        &crate::procs::opreg_bin(),
+        db,
+        None,
+        &work.join("serve.log"),
+    );
+    rt.block_on(load::wait_serving(&mut s, Duration::from_secs(60)))
+        .unwrap_or_else(|e| panic!("{e}"));
+    s.wait_log("integrity check passed", Duration::from_secs(120));
+    let keys = Arc::new(crate::measure::read_keys(db));
+    let dur = Duration::from_secs_f64(duration);
+    let res = measure(&rt, &s, &keys, work, Duration::from_millis(300), dur);
+    let mut report = String::new();
+    section(&mut report, &db.to_string_lossy(), &res);
+    print!("{report}");
+}

@@ -21,8 +21,10 @@
 //!   catalogd's `/api/v1/all` at 10 clients against a file server, and the time from a file
 //!   change to the new content served (`http.rs`).
 //!
-//! Subcommands: `run` (the suite; `--smoke` for a seconds-long run on tiny inputs), `gen` (write
-//! a synthetic catalog), `floor-parse` (internal: the parse floor, run as a child).
+//! Subcommands: `run` (the suite; `--smoke` for a seconds-long run on tiny inputs, `--baseline
+//! BIN` for the side-by-side section), `gen` (write a synthetic catalog), `probe`, `floor`,
+//! `rows` and `baseline` (one measurement alone, for iterating), and internal ones run as
+//! children (`floor-parse`, `floor-serve`, `file-server`).
 
 mod baseline;
 mod corpus;
@@ -210,43 +212,8 @@ fn main() {
             label,
             rounds,
             work,
-        }) => {
-            let _ = std::fs::create_dir_all(&work);
-            let rt = load::client_runtime().expect("client runtime");
-            let catalog = corpus::repaired_copy(&catalog, &work.join("corpus")).expect("copy");
-            let c = baseline::measure(
-                &rt,
-                &baseline::Plan {
-                    baseline: &bin,
-                    label: &label,
-                    bin: &procs::opreg_bin(),
-                    catalog: &catalog,
-                    work: &work,
-                    warmup: Duration::from_millis(500),
-                    dur: Duration::from_secs(3),
-                    rounds,
-                },
-            );
-            let mut report = String::new();
-            let name = catalog.file_name().unwrap_or_default().to_string_lossy();
-            baseline::section(&mut report, &name, &c);
-            print!("{report}");
-        }
-        Some(Cmd::Floor { db, duration, work }) => {
-            let _ = std::fs::create_dir_all(&work);
-            let rt = load::client_runtime().expect("client runtime");
-            let bin = procs::opreg_bin();
-            let mut s = Server::spawn(&bin, &db, None, &work.join("serve.log"));
-            rt.block_on(load::wait_serving(&mut s, Duration::from_secs(60)))
-                .unwrap_or_else(|e| panic!("{e}"));
-            s.wait_log("integrity check passed", Duration::from_secs(120));
-            let keys = Arc::new(read_keys(&db));
-            let dur = Duration::from_secs_f64(duration);
-            let res = floor::measure(&rt, &s, &keys, &work, Duration::from_millis(300), dur);
-            let mut report = String::new();
-            floor::section(&mut report, &db.to_string_lossy(), &res);
-            print!("{report}");
-        }
+        }) => baseline::alone(&catalog, &bin, &label, rounds, &work),
+        Some(Cmd::Floor { db, duration, work }) => floor::alone(&db, duration, &work),
         Some(Cmd::Rows {
             catalog,
             requests,
@@ -489,7 +456,7 @@ fn run(mut a: RunArgs) {
         rt.block_on(load::wait_serving(&mut s, Duration::from_secs(60)))
             .unwrap_or_else(|e| panic!("{e}"));
         if s.wait_log("integrity check passed", Duration::from_secs(120)) {
-            row.verify_ms = parse_elapsed(&s.log_text(), "integrity check passed");
+            row.verify_ms = procs::parse_elapsed(&s.log_text(), "integrity check passed");
         }
         std::thread::sleep(Duration::from_millis(if a.smoke { 100 } else { 500 }));
         row.idle_kb = s.rss_kb();
@@ -610,24 +577,6 @@ fn run(mut a: RunArgs) {
     }
 }
 
-/// Drops ANSI colour sequences (`ESC [ ... m`), which the server's text log may contain.
-fn strip_ansi(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut chars = s.chars();
-    while let Some(c) = chars.next() {
-        if c == '\u{1b}' {
-            for d in chars.by_ref() {
-                if d.is_ascii_alphabetic() {
-                    break;
-                }
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
 /// The order of the unary runs: the empty-RPC floor first and last.
 const SEQUENCE: [Rpc; 4] = [
     Rpc::Empty,
@@ -643,17 +592,4 @@ fn keep_best(runs: &mut Vec<(Rpc, usize, LoadStats)>, run: (Rpc, usize, LoadStat
         Some(_) => {}
         None => runs.push(run),
     }
-}
-
-/// `elapsed_ms=N` from the log line containing `needle`.
-fn parse_elapsed(log: &str, needle: &str) -> Option<f64> {
-    let log = strip_ansi(log);
-    let line = log.lines().find(|l| l.contains(needle))?;
-    let at = line.find("elapsed_ms")?;
-    let digits: String = line[at..]
-        .chars()
-        .skip_while(|c| !c.is_ascii_digit())
-        .take_while(|c| c.is_ascii_digit())
-        .collect();
-    digits.parse().ok()
 }

@@ -223,3 +223,34 @@ impl Drop for Server {
         let _ = self.child.wait();
     }
 }
+
+/// `elapsed_ms=N` from the log line containing `needle`.
+pub fn parse_elapsed(log: &str, needle: &str) -> Option<f64> {
+    let log = strip_ansi(log);
+    let line = log.lines().find(|l| l.contains(needle))?;
+    let at = line.find("elapsed_ms")?;
+    let digits: String = line[at..]
+        .chars()
+        .skip_while(|c| !c.is_ascii_digit())
+        .take_while(|c| c.is_ascii_digit())
+        .collect();
+    digits.parse().ok()
+}
+
+/// Drops ANSI colour sequences (`ESC [ ... m`), which the server's text log may contain.
+fn strip_ansi(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for d in chars.by_ref() {
+                if d.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
