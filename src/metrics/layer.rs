@@ -193,7 +193,7 @@ impl Record {
                 if m.log_calls {
                     tracing::info!(
                         method = %self.label,
-                        status = code,
+                        status = %code,
                         duration_ms = %format_args!("{:.3}", secs * 1000.0),
                         bytes = self.bytes,
                         messages = self.messages,
