@@ -18,3 +18,13 @@ pub fn catalog() -> Result<ValidCatalog, Diagnostics> {
     let cat = crate::catalog::build(decls, &mut diags);
     crate::validate::check(cat, &mut diags, &mut Vec::new()).map_err(|_| Diagnostics(diags))
 }
+
+/// The demo's source digest (what a built cache of it records): this opreg's version and the
+/// embedded catalog, so a cache built by another version is rebuilt.
+pub fn digest() -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(env!("CARGO_PKG_VERSION").as_bytes());
+    h.update(FBC_YAML.as_bytes());
+    format!("sha256:{:x}", h.finalize())
+}

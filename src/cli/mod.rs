@@ -99,7 +99,7 @@ pub fn run(argv: Vec<std::ffi::OsString>) -> i32 {
 pub fn dispatch(cli: Cli) -> i32 {
     let debug = matches!(&cli.command, Command::Serve(a) if a.debug);
     init_logging(cli.log_format, debug);
-    let code = match cli.command {
+    match cli.command {
         Command::Ingest(a) => ingest::run(a),
         Command::Validate(a) => validate::run(a),
         Command::Render(a) => render::run(a),
@@ -112,9 +112,7 @@ pub fn dispatch(cli: Cli) -> i32 {
         Command::Completions(a) => completions::run(a),
         Command::Man(a) => completions::run_man(a),
         Command::HealthProbe(a) => health_probe::run(a),
-    };
-    log_sink::flush();
-    code
+    }
 }
 
 pub fn init_logging(format: LogFormat, debug: bool) {

@@ -148,7 +148,11 @@ pub fn run(a: Args) -> i32 {
             )
         }
     };
-    match rt.block_on(run_async(a.clone())) {
+    let res = rt.block_on(run_async(a.clone()));
+    // Batched call lines go out before anything else is printed, and before the exit (`opreg
+    // serve` and `opm serve` both end here).
+    super::log_sink::flush();
+    match res {
         Ok(()) => super::EXIT_OK,
         Err(e) => fatal(&a.termination_log, &e),
     }
@@ -474,7 +478,7 @@ fn prepare(
     let db = dir.join(CACHE_DB);
     let sources: Vec<PathBuf> = source.map(|s| vec![s.to_path_buf()]).unwrap_or_default();
     let digest = if sources.is_empty() {
-        demo_digest()
+        crate::demo::digest()
     } else {
         super::source_digest(&sources).context("cannot read the source")?
     };
@@ -547,14 +551,6 @@ fn make_world_readable(db: &Path) {
             tracing::warn!(path = %db.display(), error = %e, "could not make the cache readable by other users");
         }
     }
-}
-
-fn demo_digest() -> String {
-    use sha2::{Digest, Sha256};
-    let mut h = Sha256::new();
-    h.update(env!("CARGO_PKG_VERSION").as_bytes());
-    h.update(crate::demo::FBC_YAML.as_bytes());
-    format!("sha256:{:x}", h.finalize())
 }
 
 struct TempDirGuard(#[allow(dead_code)] tempfile::TempDir);
