@@ -26,8 +26,6 @@ pub struct Compared {
     sides: [Side; 2],
 }
 
-const BUILDS: [&str; 2] = ["baseline", "this build"];
-
 /// What [`measure`] compares, where, and how long.
 pub struct Plan<'a> {
     pub baseline: &'a Path,
@@ -247,8 +245,7 @@ pub fn section(report: &mut String, catalog: &str, c: &Compared) {
     );
     let _ = writeln!(
         report,
-        "| figure | {} median (min–max) | {} median (min–max) | this ÷ baseline | verdict |",
-        BUILDS[0], BUILDS[1]
+        "| figure | baseline median (min–max) | this build median (min–max) | this ÷ baseline | verdict |"
     );
     let _ = writeln!(report, "|---|---|---|---|---|");
     for f in &figs {
