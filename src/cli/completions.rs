@@ -4,11 +4,7 @@
 use clap::CommandFactory;
 use clap_complete::Shell;
 
-/// Print a shell completion script for opreg.
-///
-/// Install, for example: bash: `opreg completions bash > ~/.local/share/bash-completion/completions/opreg`;
-/// zsh: `opreg completions zsh > "${fpath[1]}/_opreg"`; fish:
-/// `opreg completions fish > ~/.config/fish/completions/opreg.fish`.
+// Help text: the doc comment of `Command::Completions` in src/cli/mod.rs.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// The shell to complete for.
@@ -22,9 +18,7 @@ pub fn run(a: Args) -> i32 {
     super::EXIT_OK
 }
 
-/// Print opreg's man page (roff) on stdout.
-///
-/// Install, for example: `opreg man > ~/.local/share/man/man1/opreg.1`, then `man opreg`.
+// Help text: the doc comment of `Command::Man` in src/cli/mod.rs.
 #[derive(clap::Args, Debug)]
 pub struct ManArgs {}
 

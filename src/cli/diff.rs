@@ -8,30 +8,7 @@ use clap::ValueEnum;
 use std::fmt::Write;
 use std::path::PathBuf;
 
-/// Compare two catalogs; fail when an upgrade would strand an installed version.
-///
-/// Reports packages, channels and channel entries added and removed, default channels and
-/// channel heads that changed, update edges added and removed (by kind, in upgrade direction:
-/// from the installed bundle to the one that can replace it), and skipRanges in NEW that cover
-/// a newer version of their channel (downgrade hops) and were not in OLD.
-///
-/// Stranding is the gate: every bundle of every channel of OLD is a version a subscriber may
-/// be running. In NEW it must still reach the head of its channel (under --semantics), unless
-/// it is that head. It need not be in NEW: an installed version upgrades through any bundle
-/// that replaces it, skips it, or whose skipRange covers its version. A removed channel or
-/// package strands every version in it. Reasons: no-upgrade, path-ends-before-head,
-/// channel-removed, package-removed, unresolvable.
-///
-/// JSON (--output json): {"semantics", "stranded":[{"package","channel","bundle","version",
-/// "reason","detail"}], "heads":[{"package","channel","old","new"}],
-/// "defaultChannels":[{"package","old","new"}], "packages":{"added","removed"},
-/// "channels":{"added":[{"package","name"}],"removed"}, "bundles":{"added":[{"package",
-/// "channel","name"}],"removed"}, "edges":{"added":[{"package","channel","from","to","kind"}],
-/// "removed"}, "newDowngrades":[{"package","channel","bundle","version","skipRange","covers",
-/// "coversVersion"}]}.
-///
-/// Exit codes: 0 nothing stranded; 1 something stranded, or a SOURCE unreadable or invalid;
-/// 2 usage error.
+// Help text: the doc comment of `Command::Diff` in src/cli/mod.rs.
 #[derive(clap::Args, Debug)]
 #[command(after_help = "Examples:\n  \
     opreg diff old.db new-catalog/\n  \

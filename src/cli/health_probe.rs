@@ -16,9 +16,7 @@ pub const EXIT_CONNECT: i32 = 2;
 pub const EXIT_RPC: i32 = 3;
 pub const EXIT_UNHEALTHY: i32 = 4;
 
-/// Check a gRPC server's health, as grpc_health_probe does.
-///
-/// Exit codes: 0 SERVING, 1 bad arguments, 2 connection failure, 3 RPC failure, 4 not SERVING.
+// Help text: the doc comment of `Command::HealthProbe` in src/cli/mod.rs.
 #[derive(clap::Args, Debug, Clone)]
 pub struct Args {
     /// Address to dial; a bare `:PORT` means this host.

@@ -5,10 +5,7 @@ use crate::model::Bundle;
 use crate::store;
 use std::path::{Path, PathBuf};
 
-/// Validate SOURCEs and write them to a SQLite catalog database.
-///
-/// The write is atomic: the database is built in a temporary file beside FILE.db, synced, and
-/// renamed into place. On any error nothing is written and an existing FILE.db is untouched.
+// Help text: the doc comment of `Command::Ingest` in src/cli/mod.rs.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Catalog sources: FBC directories or files, package-manifest or bundle directories,

@@ -9,14 +9,7 @@ use clap::{Subcommand, ValueEnum};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
-/// List the packages, channels or channel entries of a catalog.
-///
-/// Works on every SOURCE kind: a file-based catalog, a package-manifest tree, bundle
-/// directories, an operator-registry SQLite index, an image, or a database built by `opreg
-/// ingest` (read with narrow queries, without loading the catalog). Versions sort as versions
-/// (6.1.2 before 6.1.10).
-///
-/// Exit codes: 0 listed; 1 unreadable or invalid SOURCE, or no such PACKAGE; 2 usage error.
+// Help text: the doc comment of `Command::List` in src/cli/mod.rs.
 #[derive(clap::Args, Debug)]
 #[command(after_help = "Examples:\n  \
     opreg list packages catalog.db\n  \

@@ -7,16 +7,7 @@ use crate::image::opm::MigrateLevel;
 use std::io::Write;
 use std::path::PathBuf;
 
-/// Write the catalog read from SOURCEs as a file-based catalog on stdout.
-///
-/// The output is stable: rendering it, ingesting it and rendering again gives the same bytes.
-/// JSON output is one object per line; YAML output is a `---`-separated stream. A SOURCE may be
-/// an image reference: a catalog or index image is rendered whole, a bundle image as the one
-/// `olm.bundle` that `opm render` writes for it.
-///
-/// The catalog is not required to be valid: every validation problem is printed on stderr as
-/// a warning and the catalog is rendered as read (exit 0). A file that cannot be read or
-/// parsed is an error (exit 1).
+// Help text: the doc comment of `Command::Render` in src/cli/mod.rs.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[arg(required = true, value_name = "SOURCE")]

@@ -12,23 +12,7 @@ use crate::text::go_quote;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-/// Render a catalog template (basic or semver) as a file-based catalog on stdout.
-///
-/// `basic` reads a `schema: olm.template.basic` file: its `entries` are FBC, and each
-/// `olm.bundle` entry that has only an `image` is replaced by the bundle that image holds.
-/// `semver` reads a `schema: olm.semver` file: the bundles listed under `candidate`, `fast` and
-/// `stable` become channels named like `stable-v1` (with `generateMajorChannels: true`) and
-/// `stable-v1.2` (`generateMinorChannels: true`, the default), linked with replaces and skips
-/// within each major version; the default channel is the most stable, newest one.
-///
-/// A bundle reference is a bundle image (pulled), or a local bundle directory (a path, taken
-/// relative to the template's directory when it exists there). With `--bundles-dir DIR`, an
-/// image reference `REPOSITORY:TAG` is read from the bundle directory `DIR/TAG` instead of being
-/// pulled (the layout of community-operators, where each bundle image is tagged with its
-/// version directory); a reference pinned by digest cannot be mapped and is an error.
-///
-/// The output is not validated: run `opreg validate` on it. A template that cannot be read or
-/// rendered is a one-line error naming the file (exit 1).
+// Help text: the doc comment of `Command::RenderTemplate` in src/cli/mod.rs.
 #[derive(clap::Args, Debug)]
 #[command(
     after_help = "Exit codes: 0 rendered; 1 the template or a bundle could not be read or rendered; 2 usage error (for example an unknown template kind)."

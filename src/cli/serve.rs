@@ -20,11 +20,7 @@ use std::time::{Duration, SystemTime};
 
 const CACHE_DB: &str = "opreg-catalog.db";
 
-/// Serve a catalog over the operator-registry gRPC API (a drop-in for `opm serve`).
-///
-/// Services: api.Registry, api.ExperimentalRegistry, opreg.v1.Upgrades, grpc.health.v1.Health
-/// and server reflection (v1 and v1alpha). The server listens on [::]:PORT (IPv4 and IPv6),
-/// reports NOT_SERVING until the catalog is loaded, and stops gracefully on SIGTERM/SIGINT.
+// Help text: the doc comment of `Command::Serve` in src/cli/mod.rs.
 #[derive(clap::Args, Debug, Clone)]
 pub struct Args {
     /// A built opreg database, or any source `opreg ingest` accepts. Omit it to serve the

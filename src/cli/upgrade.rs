@@ -8,29 +8,7 @@ use crate::graph::resolve::{self, Resolution, Step, UpgradeGraph};
 use clap::builder::PossibleValuesParser;
 use std::path::PathBuf;
 
-/// Resolve upgrades from an installed bundle under classic OLM, OLM v1 or semver rules.
-///
-/// Prints the next bundle (name, version, channel, and the edge that allows the step), the
-/// whole path hop by hop until no further upgrade exists, and every other bundle considered
-/// at the last resolution with the reason it was not taken (reason codes: not-in-channel,
-/// outside-range, not-a-successor, blocked-by-policy, skipped-off-chain, farther-from-head,
-/// deprecated, lower-version, major-change, has-dependencies, already-on-path).
-///
-/// Rules: classic resolves in one channel (--channel or the default channel) and takes the
-/// successor closest to the head. v1 considers the listed channels (all when none), the
-/// --version constraint (Masterminds syntax) and --policy, keeps the installed version as a
-/// candidate, and takes non-deprecated first, then the highest version. semver is v1 with
-/// successors `^V, != V` instead of catalog edges.
-///
-/// A hop to a lower version (an older bundle's skipRange covers the installed one: the graph
-/// loops) is marked DOWNGRADE, and `"downgrade": true` in JSON.
-///
-/// JSON output (--output json) has the stable keys `next` (null or a step), `path` (steps),
-/// `rejected` ({name, version, reason, detail}), plus `installed`, `semantics`, `package` and
-/// `error` (the error OLM v1 would report, or null).
-///
-/// Exit codes: 0 resolution ran (also when there is no upgrade or OLM would report an error);
-/// 1 unknown package or channel, bad FROM, invalid catalog or range; 2 usage error.
+// Help text: the doc comment of `Command::Upgrade` in src/cli/mod.rs.
 #[derive(clap::Args, Debug)]
 #[command(after_help = "Examples:\n  \
     opreg upgrade --demo -p example --from example.v1.0.0@1.0.0 --semantics v1\n  \

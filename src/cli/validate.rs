@@ -6,15 +6,7 @@ use clap::ValueEnum;
 use serde::Serialize;
 use std::path::PathBuf;
 
-/// Check SOURCEs against the catalog rules and report every problem. Writes nothing.
-///
-/// With -o json or -o yaml the report is one document on stdout: `valid`, the `packages`,
-/// `bundles` and `entries` counted (when valid), and `diagnostics`, each with `severity`
-/// (error or warning), `rule` (the stable id), `file`, `document`, `package`, `channel`,
-/// `bundle` (null when not applicable) and `message`.
-///
-/// Exit codes: 0 valid (warnings may be printed), 1 invalid (or any warning, with
-/// --warnings-as-errors), 2 usage error.
+// Help text: the doc comment of `Command::Validate` in src/cli/mod.rs.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[arg(required = true, value_name = "SOURCE")]

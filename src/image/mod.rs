@@ -35,7 +35,8 @@ use reference::ImageSource;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// Options for SOURCEs that are image references (flattened into each subcommand).
+// Options for SOURCEs that are image references, flattened into each subcommand. (A plain
+// comment: a doc comment here would become the about text of every subcommand it is in.)
 #[derive(clap::Args, Debug, Clone)]
 #[command(next_help_heading = "Image sources")]
 pub struct ImageArgs {

@@ -26,18 +26,7 @@ use clap::ValueEnum;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-/// Draw a package's update graph (Mermaid for GitHub, DOT for graphviz).
-///
-/// Nodes are bundles, one subgraph per channel, the default channel first. Edges point in
-/// upgrade direction, from the installed (older) bundle to the one that can replace it:
-/// replaces (solid), skips (dashed). Each skipRange is one bracket node labelled with the range
-/// and how many bundles it covers, with one dotted edge to the bundle that declares it. The
-/// channel head is marked "head", the default channel "(default)", deprecated bundles
-/// "deprecated", and names that are skip targets but not bundles (synthetic) are drawn dashed.
-/// A legend explains the marks. With --from, the upgrade paths from that bundle are
-/// highlighted: classic OLM in red, OLM v1 in blue (both: purple). Mermaid output longer than
-/// GitHub's 50,000-character limit gets a warning on stderr (narrow it with --channel or
-/// --since, or use -f dot).
+// Help text: the doc comment of `Command::Graph` in src/cli/mod.rs.
 #[derive(clap::Args, Debug)]
 #[command(after_help = "Examples:\n  \
     opreg graph manifests/etcd --package etcd --channel alpha\n  \
