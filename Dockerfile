@@ -37,24 +37,25 @@ COPY Cargo.toml Cargo.lock build.rs ./
 COPY .cargo/ .cargo/
 COPY proto/ proto/
 COPY vendor/ vendor/
-# Static glibc (crt-static with an explicit --target, so build scripts and proc macros stay
-# dynamic); symbols kept, debug info stripped.
-ENV CARGO_PROFILE_RELEASE_STRIP=debuginfo \
+# The dist profile (Cargo.toml: fat LTO, one codegen unit). Static glibc (crt-static with an
+# explicit --target, so build scripts and proc macros stay dynamic); symbols kept, debug info
+# stripped.
+ENV CARGO_PROFILE_DIST_STRIP=debuginfo \
     RUSTFLAGS="-C target-feature=+crt-static"
 RUN set -eu; \
     target="$(rustc -vV | sed -n 's/^host: //p')"; \
     awk '/^[[:space:]]*\[/ { skip = ($0 ~ /^[[:space:]]*\[\[[[:space:]]*(bin|test|bench|example)[[:space:]]*\]\]/) } !skip' \
         Cargo.toml >Cargo.stub && mv Cargo.stub Cargo.toml; \
     mkdir -p src; echo 'fn main() {}' >src/main.rs; : >src/lib.rs; \
-    cargo build --release --locked --target "$target" --bin opreg; \
-    cargo clean --release --target "$target" -p opreg; \
+    cargo build --profile dist --locked --target "$target" --bin opreg; \
+    cargo clean --profile dist --target "$target" -p opreg; \
     rm -rf src
 COPY . .
 RUN set -eu; \
     target="$(rustc -vV | sed -n 's/^host: //p')"; \
-    cargo build --release --locked --target "$target" --bin opreg; \
+    cargo build --profile dist --locked --target "$target" --bin opreg; \
     mkdir -p /rootfs/bin /rootfs/etc /rootfs/tmp /demo/cache; \
-    cp "target/$target/release/opreg" /rootfs/bin/opreg; \
+    cp "target/$target/dist/opreg" /rootfs/bin/opreg; \
     ln /rootfs/bin/opreg /rootfs/bin/opm; \
     ln /rootfs/bin/opreg /rootfs/bin/grpc_health_probe; \
     chmod 0755 /rootfs/bin/opreg; \

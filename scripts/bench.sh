@@ -12,12 +12,17 @@
 #   scripts/bench.sh --baseline REV  measure the build of git revision REV side by side with this
 #                                    one (default: 0f013dc, the last commit before the restructure
 #                                    of issue 12); built once into ~/.cache/opreg-bench/
+#   scripts/bench.sh --step REV      also measure the build of REV against the baseline, in a section of
+#                                    its own (default: 3d8c042, the restructure's own commit, so that
+#                                    what the restructure changed is told apart from what later issues
+#                                    added); --no-step: none
 #   scripts/bench.sh --no-baseline   no side-by-side section
 #   scripts/bench.sh -- ARGS...      pass ARGS to the harness's `run` (e.g. --scales 1,4 --duration 5);
 #                                    see `cargo bench --bench harness -- run --help`
 #
-# The harness is benches/harness (a `cargo bench` target without libtest); it builds opreg in the
-# release profile and measures it in child processes. A section of the existing report between
+# The harness is benches/harness (a `cargo bench` target without libtest); it measures opreg in
+# child processes: the binary the Dockerfile ships, built here in Cargo's `dist` profile (the
+# release profile's build for --smoke, which only checks that the harness runs). A section of the existing report between
 # `<!-- container:begin -->` and `<!-- container:end -->` (image figures from
 # scripts/container-smoke.sh) is carried over unchanged. Run it on a quiet machine: the client
 # and the server share the cores, and other load shows up in every figure.
@@ -27,6 +32,7 @@ cd "$(dirname "$0")/.."
 smoke=0
 out=""
 baseline=0f013dc
+step=3d8c042
 extra=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -34,26 +40,28 @@ while [ $# -gt 0 ]; do
     --out) out="$2"; shift 2 ;;
     --baseline) baseline="$2"; shift 2 ;;
     --no-baseline) baseline=""; shift ;;
+    --step) step="$2"; shift 2 ;;
+    --no-step) step=""; shift ;;
     --) shift; extra+=("$@"); break ;;
-    *) echo "usage: scripts/bench.sh [--smoke] [--out FILE] [--baseline REV | --no-baseline] [-- HARNESS-RUN-ARGS...]" >&2; exit 2 ;;
+    *) echo "usage: scripts/bench.sh [--smoke] [--out FILE] [--baseline REV | --no-baseline] [--step REV | --no-step] [-- HARNESS-RUN-ARGS...]" >&2; exit 2 ;;
   esac
 done
 
 # Builds opreg at git revision $1 (release profile, same toolchain) outside this tree, so that
 # this tree's .cargo/config.toml does not apply, and prints the binary's path.
-build_baseline() {
+build_rev() {
   local rev dir
   rev=$(git rev-parse --verify --quiet --short=12 "$1^{commit}") || {
-    echo "bench.sh: baseline $1 is not in this repository's history; no side-by-side section" >&2
+    echo "bench.sh: revision $1 is not in this repository's history; no side-by-side section" >&2
     return 1
   }
   dir="${XDG_CACHE_HOME:-$HOME/.cache}/opreg-bench/$rev"
   if [ ! -x "$dir/target/release/opreg" ]; then
-    echo "bench.sh: building the baseline $rev (once) in $dir" >&2
+    echo "bench.sh: building revision $rev (once) in $dir" >&2
     rm -rf "$dir/src" && mkdir -p "$dir/src"
     git archive "$rev" | tar -x -C "$dir/src"
     (cd "$dir/src" && CARGO_TARGET_DIR="$dir/target" cargo build --release --locked --quiet --bin opreg) >&2 || {
-      echo "bench.sh: the baseline $rev did not build; no side-by-side section" >&2
+      echo "bench.sh: revision $rev did not build; no side-by-side section" >&2
       return 1
     }
   fi
@@ -71,8 +79,13 @@ if [ "$smoke" = 1 ]; then
 else
   [ -n "$out" ] || out=BENCHMARKS.md
   args+=(--command "scripts/bench.sh${extra[*]:+ -- ${extra[*]}}")
-  if [ -n "$baseline" ] && bin=$(build_baseline "$baseline"); then
+  cargo build --profile dist --locked --quiet --bin opreg
+  export OPREG_BENCH_BIN="$PWD/target/dist/opreg"
+  if [ -n "$baseline" ] && bin=$(build_rev "$baseline"); then
     args+=(--baseline "$bin" --baseline-label "$baseline")
+    if [ -n "$step" ] && bin=$(build_rev "$step"); then
+      args+=(--step "$bin" --step-label "$step")
+    fi
   fi
 fi
 

@@ -10,6 +10,9 @@
 use super::*;
 use crate::load::LoadStats;
 
+/// What the report calls the build under test.
+pub const THIS_BUILD: &str = "this build";
+
 /// Samples of one build.
 #[derive(Default)]
 struct Side {
@@ -23,6 +26,8 @@ struct Side {
 
 pub struct Compared {
     baseline_label: String,
+    /// What the report calls the build compared with the baseline.
+    label: String,
     sides: [Side; 2],
 }
 
@@ -30,7 +35,10 @@ pub struct Compared {
 pub struct Plan<'a> {
     pub baseline: &'a Path,
     pub label: &'a str,
+    /// The build compared with the baseline: this build, or a commit between the two.
     pub bin: &'a Path,
+    /// What the report calls `bin`: "this build", or its commit.
+    pub bin_label: &'a str,
     pub catalog: &'a Path,
     pub work: &'a Path,
     pub warmup: Duration,
@@ -41,6 +49,7 @@ pub struct Plan<'a> {
 /// Measures the baseline (index 0) and this build (index 1) on the catalog, alternating every
 /// step.
 pub fn measure(rt: &tokio::runtime::Runtime, p: &Plan) -> Compared {
+    eprintln!("harness: == {} against {} ==", p.bin_label, p.label);
     let (catalog, work, warmup, dur, rounds) = (p.catalog, p.work, p.warmup, p.dur, p.rounds);
     let bins = [p.baseline, p.bin];
     let mut sides = [Side::default(), Side::default()];
@@ -113,6 +122,7 @@ pub fn measure(rt: &tokio::runtime::Runtime, p: &Plan) -> Compared {
     }
     Compared {
         baseline_label: p.label.to_string(),
+        label: p.bin_label.to_string(),
         sides,
     }
 }
@@ -229,23 +239,36 @@ pub fn section(report: &mut String, catalog: &str, c: &Compared) {
         s.upgrade_ms[1].clone()
     });
 
+    let (title, this) = if c.label == THIS_BUILD {
+        (
+            format!("Against the baseline build ({})", c.baseline_label),
+            THIS_BUILD.to_string(),
+        )
+    } else {
+        (
+            format!(
+                "The build {} against the baseline build ({})",
+                c.label, c.baseline_label
+            ),
+            format!("the build {}", c.label),
+        )
+    };
     let _ = writeln!(
         report,
-        "\n## Against the baseline build ({})\n\n**{catalog}**. The build under test and the \
-         baseline build (`{}`, built by `scripts/bench.sh` with the same toolchain) measured in \
-         this run, alternately: ingest ×{n}, start-up and idle RSS ×{s2} (a fresh server each), \
-         on {n} servers each: ListBundles ×2 and every unary load point once; `opreg upgrade` as in \
-         the table above, ×{n}. A figure is worse \
-         by more than noise when this build's median is more than 5 % worse than the \
-         baseline's and the two builds' samples do not overlap.\n",
-        c.baseline_label,
+        "\n## {title}\n\n**{catalog}**. Measured in this run, alternately, {this} and the baseline \
+         build (`{}`, built by `scripts/bench.sh` with the same toolchain): ingest \
+         ×{n}, start-up and idle RSS ×{s2} (a fresh server each), on {n} servers each: \
+         ListBundles ×2 and every unary load point once; `opreg upgrade` as in the table above, \
+         ×{n}. A figure is worse by more than noise when the median of {this} is more than 5 % \
+         worse than the baseline's and the two builds' samples do not overlap.\n",
         c.baseline_label,
         n = c.sides[1].ingest.len(),
         s2 = c.sides[1].start_ms.len(),
     );
     let _ = writeln!(
         report,
-        "| figure | baseline median (min–max) | this build median (min–max) | this ÷ baseline | verdict |"
+        "| figure | baseline median (min–max) | {} median (min–max) | {} ÷ baseline | verdict |",
+        c.label, c.label
     );
     let _ = writeln!(report, "|---|---|---|---|---|");
     for f in &figs {
@@ -296,6 +319,7 @@ pub fn alone(catalog: &Path, baseline: &Path, label: &str, rounds: usize, work: 
             baseline,
             label,
             bin: &procs::opreg_bin(),
+            bin_label: THIS_BUILD,
             catalog: &catalog,
             work,
             warmup: Duration::from_millis(500),

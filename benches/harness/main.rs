@@ -177,6 +177,13 @@ struct RunArgs {
     /// What the report calls the baseline build (e.g. its commit).
     #[arg(long, value_name = "LABEL", default_value = "baseline")]
     baseline_label: String,
+    /// A build between the baseline and this one (the restructure's own commit), compared
+    /// with the baseline the same way, in a section of its own.
+    #[arg(long, value_name = "BIN", requires = "baseline")]
+    step: Option<PathBuf>,
+    /// What the report calls the --step build (its commit).
+    #[arg(long, value_name = "LABEL", default_value = "step")]
+    step_label: String,
 }
 
 fn main() {
@@ -555,21 +562,27 @@ fn run(mut a: RunArgs) {
         &olm_rows::Plan::new(a.smoke, a.seed),
     );
     if let (Some(old), Some(p)) = (&a.baseline, primary) {
-        eprintln!("harness: == {}: against {} ==", p.name, a.baseline_label);
-        let c = baseline::measure(
-            &rt,
-            &baseline::Plan {
+        let step = a
+            .step
+            .as_ref()
+            .map(|b| (b.as_path(), a.step_label.as_str()));
+        for (under_test, bin_label) in [Some((bin.as_path(), baseline::THIS_BUILD)), step]
+            .into_iter()
+            .flatten()
+        {
+            let plan = baseline::Plan {
                 baseline: old,
                 label: &a.baseline_label,
-                bin: &bin,
+                bin: under_test,
+                bin_label,
                 catalog: &p.path,
                 work: &work,
                 warmup,
                 dur,
                 rounds: if a.smoke { 1 } else { 3 },
-            },
-        );
-        baseline::section(&mut report, &p.name, &c);
+            };
+            baseline::section(&mut report, &p.name, &baseline::measure(&rt, &plan));
+        }
     }
     match &a.out {
         Some(p) => std::fs::write(p, report).expect("write report"),

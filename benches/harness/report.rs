@@ -95,9 +95,28 @@ pub fn render(a: &RunArgs, rows: &[Row], dur: Duration, warmup: Duration, starts
     for (k, v) in machine() {
         let _ = writeln!(w, "| {k} | {v} |");
     }
+    let bin = procs::opreg_bin();
+    let version = Command::new(&bin)
+        .arg("--version")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default();
     let _ = writeln!(
         w,
-        "\nRelease profile. Client and server run on the same machine and share its cores.\n"
+        "\nThe opreg measured: `{}` (`{version}`){}. Client and server run on the same machine \
+         and share its cores.\n",
+        bin.strip_prefix(env!("CARGO_MANIFEST_DIR"))
+            .unwrap_or(&bin)
+            .display(),
+        match bin
+            .parent()
+            .and_then(|d| d.file_name())
+            .and_then(|n| n.to_str())
+        {
+            Some(profile @ ("release" | "dist")) =>
+                format!(", built with Cargo's `{profile}` profile"),
+            _ => String::new(),
+        }
     );
 
     // Targets, on the primary (largest real) catalog and over every catalog for the unary ones.
