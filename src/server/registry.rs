@@ -9,7 +9,7 @@
 use super::{clip, State};
 use crate::api::{self, experimental_registry_server::ExperimentalRegistry};
 use crate::served_api::registry_server::Registry;
-use crate::store::query::Missing;
+use crate::store::query::{Missing, NoDefaultProvider};
 use crate::store::Store;
 use crate::wire::EncodedBundle;
 use std::pin::Pin;
@@ -309,8 +309,8 @@ impl Registry for RegistryService {
         })?;
         match res {
             Ok(b) => Ok(Response::new(b)),
-            Err(true) => Err(no_providers(&r.group, &r.version, &r.kind)),
-            Err(false) => Err(not_found(format!(
+            Err(NoDefaultProvider::NoHead) => Err(no_providers(&r.group, &r.version, &r.kind)),
+            Err(NoDefaultProvider::NotInDefaultChannel) => Err(not_found(format!(
                 "no entry found that provides group:{:?} version:{:?} kind:{:?}",
                 r.group, r.version, r.kind
             ))),

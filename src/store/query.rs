@@ -18,6 +18,15 @@ pub enum Missing {
     Bundle,
 }
 
+/// Why GetDefaultBundleThatProvides has no answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoDefaultProvider {
+    /// No channel head provides the API.
+    NoHead,
+    /// Channel heads provide it, but none in its package's default channel.
+    NotInDefaultChannel,
+}
+
 /// A channel entry with its declared edges, as the provider queries need it.
 #[derive(Debug, Clone)]
 pub struct EntryRow {
@@ -260,14 +269,13 @@ impl Store {
 
     /// GetDefaultBundleThatProvides: of the channel heads whose bundle provides the API, the
     /// one in its package's default channel, first by package name, trimmed as GetBundle's
-    /// answer (one lookup of the providers, the package index, GetBundle's lookup). `Err(true)`: no channel head provides the API at all; `Err(false)`: some do,
-    /// but none is in its package's default channel.
+    /// answer (one lookup of the providers, the package index, GetBundle's lookup).
     pub fn default_provider(
         &self,
         group: &str,
         version: &str,
         kind: &str,
-    ) -> Result<Result<EncodedBundle, bool>> {
+    ) -> Result<Result<EncodedBundle, NoDefaultProvider>> {
         // The providing bundles' names (leading columns of rowid rows: no overflow is read);
         // the heads and default channels come from the package index.
         let providers: Vec<(String, String)> = self
@@ -298,7 +306,8 @@ impl Store {
                 Ok(answer) => Ok(Ok(answer)),
                 Err(_) => anyhow::bail!("channel head {p}/{ch}/{b} has no channel entry"),
             },
-            None => Ok(Err(!any_head)),
+            None if any_head => Ok(Err(NoDefaultProvider::NotInDefaultChannel)),
+            None => Ok(Err(NoDefaultProvider::NoHead)),
         }
     }
 
