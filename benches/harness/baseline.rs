@@ -180,7 +180,8 @@ fn min_max(v: &[f64]) -> (f64, f64) {
         })
 }
 
-pub fn section(report: &mut String, catalog: &str, c: &Compared) {
+/// Writes the section and returns each figure's name with its verdict.
+pub fn section(report: &mut String, catalog: &str, c: &Compared) -> Vec<(String, &'static str)> {
     let mut figs: Vec<Figure> = Vec::new();
     let mut push = |f: Figure, pick: &dyn Fn(&Side) -> Vec<f64>| {
         let mut f = f;
@@ -293,6 +294,63 @@ pub fn section(report: &mut String, catalog: &str, c: &Compared) {
             f.verdict()
         );
     }
+    figs.iter().map(|f| (f.name.clone(), f.verdict())).collect()
+}
+
+/// The section of `plan` (this build against the baseline), then, with `step` (an
+/// intermediate build and its label), that build's section and [`attribution`].
+pub fn sections(
+    report: &mut String,
+    rt: &tokio::runtime::Runtime,
+    catalog: &str,
+    plan: &Plan,
+    step: Option<(&Path, &str)>,
+) {
+    let this = section(report, catalog, &measure(rt, plan));
+    if let Some((bin, bin_label)) = step {
+        let plan = Plan {
+            bin,
+            bin_label,
+            ..*plan
+        };
+        let step = section(report, catalog, &measure(rt, &plan));
+        attribution(report, &this, &step, bin_label);
+    }
+}
+
+/// After both sections: which figures this build has worse than the baseline while the
+/// intermediate build (`step`) has them within noise or better, i.e. figures that moved after
+/// that build, and which are worse in both.
+pub fn attribution(
+    report: &mut String,
+    this: &[(String, &'static str)],
+    step: &[(String, &'static str)],
+    step_label: &str,
+) {
+    let worse = |v: &str| v == "**worse**";
+    let (mut later, mut both) = (Vec::new(), Vec::new());
+    for (name, _) in this.iter().filter(|(_, v)| worse(v)) {
+        match step.iter().find(|(n, _)| n == name) {
+            Some((_, v)) if worse(v) => both.push(name.as_str()),
+            Some(_) => later.push(name.as_str()),
+            None => {}
+        }
+    }
+    let list = |v: &[&str]| {
+        if v.is_empty() {
+            "none".to_string()
+        } else {
+            v.join(", ")
+        }
+    };
+    let _ = writeln!(
+        report,
+        "\n**Where the differences come from.** Worse than the baseline in this build but within \
+         noise or better in the build {step_label}, so changed after that commit: {}. Worse in \
+         both builds: {}.",
+        list(&later),
+        list(&both)
+    );
 }
 
 /// Three significant digits, at most.
@@ -329,6 +387,6 @@ pub fn alone(catalog: &Path, baseline: &Path, label: &str, rounds: usize, work: 
     );
     let mut report = String::new();
     let name = catalog.file_name().unwrap_or_default().to_string_lossy();
-    section(&mut report, &name, &c);
+    let _ = section(&mut report, &name, &c);
     print!("{report}");
 }

@@ -43,7 +43,9 @@ mod synth;
 
 use clap::{Parser, Subcommand};
 use load::{Keys, LoadStats, Rpc};
-use measure::{floor_parse, measure_upgrade, probe, read_keys, Upgrade};
+use measure::{
+    file_mb, floor_parse, mb, measure_upgrade, median, probe, read_keys, sha256_file, Upgrade,
+};
 use procs::{ChildStats, Server};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -278,34 +280,6 @@ struct Row {
     upgrade: Option<Upgrade>,
     diff: Option<ChildStats>,
     primary: bool,
-}
-
-fn median(v: &[f64]) -> f64 {
-    let mut v = v.to_vec();
-    v.sort_by(|a, b| a.total_cmp(b));
-    if v.is_empty() {
-        0.0
-    } else {
-        v[v.len() / 2]
-    }
-}
-
-fn mb(kb: u64) -> f64 {
-    kb as f64 / 1024.0
-}
-
-fn file_mb(p: &Path) -> f64 {
-    std::fs::metadata(p)
-        .map(|m| m.len() as f64 / 1e6)
-        .unwrap_or(0.0)
-}
-
-fn sha256_file(p: &Path) -> String {
-    use sha2::{Digest, Sha256};
-    let mut h = Sha256::new();
-    let mut f = std::fs::File::open(p).expect("open");
-    std::io::copy(&mut f, &mut h).expect("hash");
-    format!("{:x}", h.finalize())
 }
 
 fn run(mut a: RunArgs) {
@@ -566,23 +540,18 @@ fn run(mut a: RunArgs) {
             .step
             .as_ref()
             .map(|b| (b.as_path(), a.step_label.as_str()));
-        for (under_test, bin_label) in [Some((bin.as_path(), baseline::THIS_BUILD)), step]
-            .into_iter()
-            .flatten()
-        {
-            let plan = baseline::Plan {
-                baseline: old,
-                label: &a.baseline_label,
-                bin: under_test,
-                bin_label,
-                catalog: &p.path,
-                work: &work,
-                warmup,
-                dur,
-                rounds: if a.smoke { 1 } else { 3 },
-            };
-            baseline::section(&mut report, &p.name, &baseline::measure(&rt, &plan));
-        }
+        let base = baseline::Plan {
+            baseline: old,
+            label: &a.baseline_label,
+            bin: &bin,
+            bin_label: baseline::THIS_BUILD,
+            catalog: &p.path,
+            work: &work,
+            warmup,
+            dur,
+            rounds: if a.smoke { 1 } else { 3 },
+        };
+        baseline::sections(&mut report, &rt, &p.name, &base, step);
     }
     match &a.out {
         Some(p) => std::fs::write(p, report).expect("write report"),

@@ -1,6 +1,6 @@
 //! Single measurements the suite and `probe` share: one unary load point against a server
 //! (`probe`, for profiling), the serde_json parse floor (`floor-parse`), the request keys read
-//! from a built database, and `opreg upgrade`'s timing.
+//! from a built database, `opreg upgrade`'s timing, and small helpers (median, sizes, digests).
 
 use super::*;
 
@@ -234,4 +234,32 @@ pub fn measure_upgrade(bin: &Path, db: &Path, errf: &Path, runs: usize) -> Optio
         from,
         hops,
     })
+}
+
+pub fn median(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(|a, b| a.total_cmp(b));
+    if v.is_empty() {
+        0.0
+    } else {
+        v[v.len() / 2]
+    }
+}
+
+pub fn mb(kb: u64) -> f64 {
+    kb as f64 / 1024.0
+}
+
+pub fn file_mb(p: &Path) -> f64 {
+    std::fs::metadata(p)
+        .map(|m| m.len() as f64 / 1e6)
+        .unwrap_or(0.0)
+}
+
+pub fn sha256_file(p: &Path) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    let mut f = std::fs::File::open(p).expect("open");
+    std::io::copy(&mut f, &mut h).expect("hash");
+    format!("{:x}", h.finalize())
 }
