@@ -5,7 +5,7 @@
 #   cargo vendor --locked vendor >/dev/null
 #   podman build -t quay.io/opreg/opreg:latest .       (docker build works too)
 #
-# What's in the image (FROM scratch, about 21 MB):
+# What's in the image (FROM scratch, about 17 MB):
 #   /bin/opreg                  the static binary
 #   /bin/opm                    the same file (a hard link): `opm serve ...`, as in catalog
 #                               images built on upstream's opm image
