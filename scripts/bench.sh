@@ -92,7 +92,7 @@ fi
 cargo bench --bench harness -- "${args[@]}" "${extra[@]}"
 
 # Sections measured by other scripts or by hand are carried over from the previous file.
-for block in container json-reader; do
+for block in missed container json-reader; do
   if [ -f "$out" ] && grep -q "<!-- $block:begin -->" "$out"; then
     { echo; awk "/<!-- $block:begin -->/,/<!-- $block:end -->/" "$out"; } >> "$tmp/report.md"
   fi
