@@ -2,13 +2,19 @@
 //! build under test and a baseline build (`scripts/bench.sh` builds one from an earlier commit;
 //! by default the last commit before the restructure of issue 12). Figures taken on different
 //! days move with the machine (the parse floor itself moved by 40 % between two runs), so
-//! "no figure worse than before" is only checkable side by side.
+//! "no figure worse than before" is only checkable side by side. A third build in between
+//! (`--step`; by default the restructure's own commit) is compared with the same baseline in a
+//! section of its own, and a closing line names the figures worse in this build only, i.e.
+//! changed after that commit ([`attribution`]).
 //!
 //! Each build ingests the catalog into a database of its own (the schema differs between
 //! versions); the keys for the unary runs come from the build under test's database.
 
 use super::*;
 use crate::load::LoadStats;
+
+/// The verdict of a figure worse by more than noise, as the table prints it.
+const WORSE: &str = "**worse**";
 
 /// What the report calls the build under test.
 pub const THIS_BUILD: &str = "this build";
@@ -164,7 +170,7 @@ impl Figure {
             (bmin > amax, bmax < amin)
         };
         if worse_by > 1.05 && all_worse {
-            "**worse**"
+            WORSE
         } else if worse_by < 1.0 / 1.05 && all_better {
             "better"
         } else {
@@ -327,7 +333,7 @@ pub fn attribution(
     step: &[(String, &'static str)],
     step_label: &str,
 ) {
-    let worse = |v: &str| v == "**worse**";
+    let worse = |v: &str| v == WORSE;
     let (mut later, mut both) = (Vec::new(), Vec::new());
     for (name, _) in this.iter().filter(|(_, v)| worse(v)) {
         match step.iter().find(|(n, _)| n == name) {
