@@ -1,31 +1,34 @@
 #!/usr/bin/env bash
 # Benchmarks (issue 7): regenerates BENCHMARKS.md with one command.
 #
-#   scripts/bench.sh                 full run (about 15 minutes on 2 cores, plus the baseline build once): the corpus's community
-#                                    and certified catalogs plus synthetic catalogs at 1x, 4x, 16x;
-#                                    then OLM fan-out and a million-request memory run on the
-#                                    community catalog and growth up to 64x (about 800 MB of FBC,
-#                                    plotted to docs/bench-growth.svg); writes BENCHMARKS.md
+#   scripts/bench.sh                 full run (about 15 minutes on 2 cores; the first time also
+#                                    the dist build, about 5, and the two revisions below, about 4
+#                                    each): the corpus's community and certified catalogs plus
+#                                    synthetic catalogs at 1x, 4x, 16x; then OLM fan-out and a
+#                                    million-request memory run on the community catalog and growth
+#                                    up to 64x (about 800 MB of FBC, plotted to
+#                                    docs/bench-growth.svg); writes BENCHMARKS.md
 #   scripts/bench.sh --smoke         seconds: the upstream manifests (rendered) and a tiny synthetic
 #                                    catalog, short load phases; writes a temp file and prints it
 #   scripts/bench.sh --out FILE      write the report elsewhere
 #   scripts/bench.sh --baseline REV  measure the build of git revision REV side by side with this
 #                                    one (default: 0f013dc, the last commit before the restructure
 #                                    of issue 12); built once into ~/.cache/opreg-bench/
-#   scripts/bench.sh --step REV      also measure the build of REV against the baseline, in a section of
-#                                    its own (default: 3d8c042, the restructure's own commit, so that
-#                                    what the restructure changed is told apart from what later issues
-#                                    added); --no-step: none
+#   scripts/bench.sh --step REV      also measure the build of REV against the baseline, in a
+#                                    section of its own (default: 3d8c042, the restructure's own
+#                                    commit, so that what the restructure changed is told apart
+#                                    from what later issues added); --no-step: none
 #   scripts/bench.sh --no-baseline   no side-by-side section
 #   scripts/bench.sh -- ARGS...      pass ARGS to the harness's `run` (e.g. --scales 1,4 --duration 5);
 #                                    see `cargo bench --bench harness -- run --help`
 #
 # The harness is benches/harness (a `cargo bench` target without libtest); it measures opreg in
 # child processes: the binary the Dockerfile ships, built here in Cargo's `dist` profile (the
-# release profile's build for --smoke, which only checks that the harness runs). A section of the existing report between
-# `<!-- container:begin -->` and `<!-- container:end -->` (image figures from
-# scripts/container-smoke.sh) is carried over unchanged. Run it on a quiet machine: the client
-# and the server share the cores, and other load shows up in every figure.
+# release profile's build for --smoke, which only checks that the harness runs). Sections of the
+# existing report written by hand or by other scripts, between `<!-- NAME:begin -->` and
+# `<!-- NAME:end -->` (missed: the profiles behind missed targets; container: figures from
+# scripts/container-smoke.sh; json-reader), are carried over unchanged. Run it on a quiet
+# machine: the client and the server share the cores, and other load shows up in every figure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

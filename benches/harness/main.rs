@@ -22,9 +22,9 @@
 //!   change to the new content served (`http.rs`).
 //!
 //! Subcommands: `run` (the suite; `--smoke` for a seconds-long run on tiny inputs, `--baseline
-//! BIN` for the side-by-side section), `gen` (write a synthetic catalog), `probe`, `floor`,
-//! `rows` and `baseline` (one measurement alone, for iterating), and internal ones run as
-//! children (`floor-parse`, `floor-serve`, `file-server`).
+//! BIN` for the side-by-side section, `--step BIN` for a build in between), `gen` (write a
+//! synthetic catalog), `probe`, `floor`, `rows` and `baseline` (one measurement alone, for
+//! iterating), and internal ones run as children (`floor-parse`, `floor-serve`, `file-server`).
 
 mod baseline;
 mod corpus;
