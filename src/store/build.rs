@@ -59,7 +59,7 @@ pub struct Builder {
 const BUNDLE_TABLES: [&str; 4] = ["bundle", "bundle_property", "related_image", "provided_api"];
 
 /// Tables whose statistics come from a sample of [`ANALYSIS_LIMIT`] rows per index: a full
-/// ANALYZE of them took about 5 % of the community catalog's ingest (edge has 62,000 rows).
+/// ANALYZE of them took about 7 % of the community catalog's ingest (edge has 62,000 rows).
 /// Checked with EXPLAIN QUERY PLAN on every query the server runs, on the community,
 /// certified and 16x synthetic catalogs: the plans stay as they were with full statistics,
 /// provided `channel_entry` and the index in [`FULLY_ANALYZED_INDEXES`] are analyzed in
@@ -426,22 +426,6 @@ fn set_bundle_deprecation(conn: &Connection, package: &str, name: &str, msg: &st
     Ok(())
 }
 
-/// The update edges of each of `pkg`'s channels, in channel order, each sorted in the edge
-/// table's primary-key order (to, from, kind) so that its rows are written append-only.
-fn package_edges(pkg: &Package) -> Vec<Vec<graph::Edge>> {
-    let versions = graph::Versions::of(pkg);
-    pkg.channels
-        .values()
-        .map(|ch| {
-            let mut edges = graph::channel_edges(&versions, ch);
-            edges.sort_by(|a, b| {
-                (&a.to, &a.from, a.kind.as_str()).cmp(&(&b.to, &b.from, b.kind.as_str()))
-            });
-            edges
-        })
-        .collect()
-}
-
 fn fill(
     conn: &Connection,
     cat: &Catalog,
@@ -471,107 +455,93 @@ fn fill(
         let mut ins_dep = tx.prepare("INSERT INTO deprecation_entry (package, seq, schema, name, message) VALUES (?1, ?2, ?3, ?4, ?5)")?;
 
         let total = cat.packages.len() as u64;
-        // Each package's update edges are computed on another thread while this one writes
-        // the rows of the packages before it (graph::channel_edges was a sixth of this step).
-        std::thread::scope(|s| -> Result<()> {
-            let (edges_tx, edges_rx) = std::sync::mpsc::sync_channel(1);
-            s.spawn(move || {
-                for pkg in cat.packages.values() {
-                    if edges_tx.send(package_edges(pkg)).is_err() {
-                        break;
-                    }
-                }
-            });
-            for (i, pkg) in cat.packages.values().enumerate() {
-                let mut edges = edges_rx
-                    .recv()
-                    .context("the update-edge thread stopped")?
-                    .into_iter();
-                ins_pkg.execute(params![
+        for (i, pkg) in cat.packages.values().enumerate() {
+            ins_pkg.execute(params![
+                pkg.name,
+                pkg.default_channel,
+                pkg.description,
+                pkg.icon.as_ref().map(|i| &i.base64data),
+                pkg.icon.as_ref().map(|i| &i.mediatype),
+                props_json(&pkg.properties),
+                pkg.package_deprecation(),
+            ])?;
+            let (csv_description, csv_icon) =
+                crate::wire::csv_package_parts(&pkg.description, pkg.icon.as_ref());
+            set_csv.execute(params![pkg.name, csv_description, csv_icon])?;
+            let versions = graph::Versions::of(pkg);
+            for ch in pkg.channels.values() {
+                let order = graph::channel_order(ch);
+                let head = order.first().copied().unwrap_or("");
+                ins_ch.execute(params![
                     pkg.name,
-                    pkg.default_channel,
-                    pkg.description,
-                    pkg.icon.as_ref().map(|i| &i.base64data),
-                    pkg.icon.as_ref().map(|i| &i.mediatype),
-                    props_json(&pkg.properties),
-                    pkg.package_deprecation(),
+                    ch.name,
+                    head,
+                    props_json(&ch.properties),
+                    pkg.channel_deprecation(&ch.name)
                 ])?;
-                let (csv_description, csv_icon) =
-                    crate::wire::csv_package_parts(&pkg.description, pkg.icon.as_ref());
-                set_csv.execute(params![pkg.name, csv_description, csv_icon])?;
-                for ch in pkg.channels.values() {
-                    let order = graph::channel_order(ch);
-                    let head = order.first().copied().unwrap_or("");
-                    ins_ch.execute(params![
+                let position: std::collections::HashMap<&str, usize> =
+                    order.iter().enumerate().map(|(i, n)| (*n, i)).collect();
+                // Rows go in primary-key order (by bundle name), so the table is written
+                // append-only; `seq` keeps the catalog's order.
+                let mut entries: Vec<(usize, &ChannelEntry)> =
+                    ch.entries.iter().enumerate().collect();
+                entries.sort_by(|a, b| a.1.name.cmp(&b.1.name));
+                for (seq, e) in entries {
+                    ins_entry.execute(params![
                         pkg.name,
                         ch.name,
-                        head,
-                        props_json(&ch.properties),
-                        pkg.channel_deprecation(&ch.name)
+                        e.name,
+                        seq as i64,
+                        position
+                            .get(e.name.as_str())
+                            .copied()
+                            .unwrap_or(usize::MAX >> 1) as i64,
+                        e.replaces,
+                        serde_json::to_string(&e.skips)?,
+                        e.skip_range,
                     ])?;
-                    let position: std::collections::HashMap<&str, usize> =
-                        order.iter().enumerate().map(|(i, n)| (*n, i)).collect();
-                    // Rows go in primary-key order (by bundle name), so the table is written
-                    // append-only; `seq` keeps the catalog's order.
-                    let mut entries: Vec<(usize, &ChannelEntry)> =
-                        ch.entries.iter().enumerate().collect();
-                    entries.sort_by(|a, b| a.1.name.cmp(&b.1.name));
-                    for (seq, e) in entries {
-                        ins_entry.execute(params![
-                            pkg.name,
-                            ch.name,
-                            e.name,
-                            seq as i64,
-                            position
-                                .get(e.name.as_str())
-                                .copied()
-                                .unwrap_or(usize::MAX >> 1) as i64,
-                            e.replaces,
-                            serde_json::to_string(&e.skips)?,
-                            e.skip_range,
-                        ])?;
-                    }
-                    // In primary-key order (to, from, kind), as the entries above.
-                    let edges = edges.next().unwrap_or_default();
-                    let kinds: Vec<(&str, bool)> = edges
-                        .iter()
-                        .map(|e| (e.kind.as_str(), !pkg.bundles.contains_key(&e.to)))
-                        .collect();
-                    let rows: Vec<[&dyn rusqlite::ToSql; 6]> = edges
-                        .iter()
-                        .zip(&kinds)
-                        .map(|(e, (kind, synthetic))| -> [&dyn rusqlite::ToSql; 6] {
-                            [&pkg.name, &ch.name, &e.from, &e.to, kind, synthetic]
-                        })
-                        .collect();
-                    insert_rows(
-                        tx,
-                        "INSERT OR IGNORE INTO edge (package, channel, from_bundle, to_bundle, kind, synthetic)",
-                        &rows,
-                    )?;
                 }
-                for b in pkg.bundles.values() {
-                    let deprecation = pkg.bundle_deprecation(&b.name);
-                    if added.contains(&(b.package.clone(), b.name.clone())) {
-                        if let Some(msg) = deprecation {
-                            set_bundle_deprecation(tx, &b.package, &b.name, msg)?;
-                        }
-                    } else if b.is_light() {
-                        bail!("bundle {} of package {} was not stored", b.name, b.package);
-                    } else {
-                        add_bundle_rows(tx, b, deprecation, pending)?;
-                    }
-                }
-                if let Some(d) = &pkg.deprecations {
-                    for (seq, e) in d.entries.iter().enumerate() {
-                        ins_dep
-                            .execute(params![pkg.name, seq as i64, e.schema, e.name, e.message])?;
-                    }
-                }
-                progress(i as u64 + 1, total);
+                // In primary-key order (to, from, kind), as the entries above.
+                let mut edges = graph::channel_edges(&versions, ch);
+                edges.sort_by(|a, b| {
+                    (&a.to, &a.from, a.kind.as_str()).cmp(&(&b.to, &b.from, b.kind.as_str()))
+                });
+                let kinds: Vec<(&str, bool)> = edges
+                    .iter()
+                    .map(|e| (e.kind.as_str(), !pkg.bundles.contains_key(&e.to)))
+                    .collect();
+                let rows: Vec<[&dyn rusqlite::ToSql; 6]> = edges
+                    .iter()
+                    .zip(&kinds)
+                    .map(|(e, (kind, synthetic))| -> [&dyn rusqlite::ToSql; 6] {
+                        [&pkg.name, &ch.name, &e.from, &e.to, kind, synthetic]
+                    })
+                    .collect();
+                insert_rows(
+                    tx,
+                    "INSERT OR IGNORE INTO edge (package, channel, from_bundle, to_bundle, kind, synthetic)",
+                    &rows,
+                )?;
             }
-            Ok(())
-        })?;
+            for b in pkg.bundles.values() {
+                let deprecation = pkg.bundle_deprecation(&b.name);
+                if added.contains(&(b.package.clone(), b.name.clone())) {
+                    if let Some(msg) = deprecation {
+                        set_bundle_deprecation(tx, &b.package, &b.name, msg)?;
+                    }
+                } else if b.is_light() {
+                    bail!("bundle {} of package {} was not stored", b.name, b.package);
+                } else {
+                    add_bundle_rows(tx, b, deprecation, pending)?;
+                }
+            }
+            if let Some(d) = &pkg.deprecations {
+                for (seq, e) in d.entries.iter().enumerate() {
+                    ins_dep.execute(params![pkg.name, seq as i64, e.schema, e.name, e.message])?;
+                }
+            }
+            progress(i as u64 + 1, total);
+        }
         let mut ins_meta = tx.prepare(
             "INSERT INTO custom_meta (schema, package, name, blob) VALUES (?1, ?2, ?3, ?4)",
         )?;
