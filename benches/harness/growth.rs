@@ -219,7 +219,7 @@ pub fn svg(points: &[Point]) -> String {
 /// The report section: the table, the targets from the largest-but-one scale to the largest,
 /// and a link to the plot.
 pub fn section(w: &mut String, points: &Result<Vec<Point>, String>, svg_link: Option<&str>) {
-    let _ = writeln!(w, "\n## Growth\n\nSynthetic catalogs (same seed), each measured the same way: `opreg ingest` (wall, peak RSS), the database's size, `opreg serve` idle RSS 0.5 s after SERVING, and one full ListBundles (every message decoded, server RSS sampled while streaming).\n");
+    let _ = writeln!(w, "\n## Growth\n\nSynthetic catalogs (same seed), each measured the same way: `opreg ingest` (wall, peak RSS), the database's size, `opreg serve` idle RSS 0.5 s after its integrity check passed, and one full ListBundles (every message decoded, server RSS sampled while streaming).\n");
     let pts = match points {
         Err(e) => {
             let _ = writeln!(w, "Not measured: {e}");
