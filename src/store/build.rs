@@ -60,8 +60,8 @@ const BUNDLE_TABLES: [&str; 4] = ["bundle", "bundle_property", "related_image", 
 
 /// Tables whose statistics come from a sample of [`ANALYSIS_LIMIT`] rows per index: a full
 /// ANALYZE of them took about 7 % of the community catalog's ingest (edge has 62,000 rows).
-/// Checked with EXPLAIN QUERY PLAN on every query the server runs, on the community,
-/// certified and 16x synthetic catalogs: the plans stay as they were with full statistics,
+/// Checked with EXPLAIN QUERY PLAN on the server's queries of these tables, on the community,
+/// certified, 16x and 64x synthetic catalogs: the plans stay as they were with full statistics,
 /// provided `channel_entry` and the index in [`FULLY_ANALYZED_INDEXES`] are analyzed in
 /// full (sampled, each changed a plan: `channel_entry` rows found through its stream index
 /// instead of its primary key).
