@@ -16,6 +16,7 @@
 //! | `batch` | the Builder's multi-row inserts and the bundle rows it holds until a batch is full |
 //! | [`load`] | reading a whole catalog back into the model |
 //! | `list` | `opreg list`'s narrow queries: package, channel and entry rows |
+//! | [`package_index`] | packages and channels, held in memory while a store is served |
 //! | [`query`] | the server's read queries and the answers spliced from stored wire forms |
 //! | [`upgrade_query`] | the [`crate::graph::resolve::UpgradeGraph`] over stored edges |
 
@@ -23,6 +24,7 @@ mod batch;
 mod build;
 mod list;
 mod load;
+pub mod package_index;
 
 pub use build::{check_output, write_catalog, Builder};
 pub mod query;
@@ -82,8 +84,8 @@ struct Inner {
     /// Idle connections. A caller takes one or opens a new one (immutable opens take
     /// microseconds), so no caller ever waits on another; a stalled stream holds none.
     idle: Mutex<Vec<Connection>>,
-    /// Packages and channels, read once on first use ([`query::PackageIndex`]).
-    packages: std::sync::OnceLock<query::PackageIndex>,
+    /// Packages and channels, read once on first use ([`package_index::PackageIndex`]).
+    packages: std::sync::OnceLock<package_index::PackageIndex>,
     /// Dropped with the last handle: a reload's private directory, removed only when no call
     /// reads this version any more.
     _keep: Option<Box<dyn std::any::Any + Send + Sync>>,

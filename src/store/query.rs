@@ -3,12 +3,12 @@
 //! Every query is an indexed lookup; update edges come from the materialized `edge` table, so
 //! no graph rule is evaluated here. "Closest to the head" is the stored `position`.
 
+use super::package_index::PackageIndex;
 use super::Store;
 use crate::api;
 use crate::wire::{encode_bundle, EncodedBundle, Manifests};
 use anyhow::Result;
 use rusqlite::{params, OptionalExtension};
-use std::collections::BTreeMap;
 
 /// Which part of a (package, channel, bundle) address did not resolve.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,78 +41,6 @@ pub struct EntryRow {
 /// One page of ListBundles, keyed for the next page by (channel, package, bundle).
 pub type StreamKey = (String, String, String);
 
-/// Every package with its default channel, deprecation and channels (name, head,
-/// deprecation), read once per store: the catalog is immutable and this part of it is small
-/// (about 100 KB for the community catalog). The package table's rows end with the package's
-/// description and icon, tens of KB on overflow pages, and SQLite reads a whole overflowing
-/// row for every key comparison of a lookup by name; the index answers those lookups from
-/// memory instead.
-pub struct PackageIndex {
-    packages: BTreeMap<String, PackageFacts>,
-}
-
-struct PackageFacts {
-    default_channel: String,
-    deprecation: Option<String>,
-    /// Sorted by name; `csv_name` is the head.
-    channels: Vec<api::Channel>,
-}
-
-impl PackageIndex {
-    fn load(c: &rusqlite::Connection) -> Result<PackageIndex> {
-        let mut packages = BTreeMap::new();
-        // A scan reads only the leading columns, which sit on the rows' first pages.
-        let mut st = c.prepare("SELECT name, default_channel FROM package")?;
-        let mut rows = st.query([])?;
-        while let Some(r) = rows.next()? {
-            packages.insert(
-                r.get::<_, String>(0)?,
-                PackageFacts {
-                    default_channel: r.get(1)?,
-                    deprecation: None,
-                    channels: Vec::new(),
-                },
-            );
-        }
-        // The package's own deprecation: its olm.package entry (what ingest stores in
-        // package.deprecation, the row's last column).
-        let mut st = c.prepare(
-            "SELECT package, message FROM deprecation_entry
-             WHERE schema = 'olm.package' AND name = '' ORDER BY package, seq DESC",
-        )?;
-        let mut rows = st.query([])?;
-        while let Some(r) = rows.next()? {
-            if let Some(p) = packages.get_mut(&r.get::<_, String>(0)?) {
-                p.deprecation = Some(r.get(1)?);
-            }
-        }
-        let mut st = c.prepare(
-            "SELECT package, name, head, deprecation FROM channel ORDER BY package, name",
-        )?;
-        let mut rows = st.query([])?;
-        while let Some(r) = rows.next()? {
-            if let Some(p) = packages.get_mut(&r.get::<_, String>(0)?) {
-                p.channels.push(api::Channel {
-                    name: r.get(1)?,
-                    csv_name: r.get(2)?,
-                    deprecation: r
-                        .get::<_, Option<String>>(3)?
-                        .map(|message| api::Deprecation { message }),
-                });
-            }
-        }
-        Ok(PackageIndex { packages })
-    }
-
-    fn channel(&self, package: &str, channel: &str) -> Result<&api::Channel, Missing> {
-        let p = self.packages.get(package).ok_or(Missing::Package)?;
-        p.channels
-            .binary_search_by(|c| c.name.as_str().cmp(channel))
-            .map(|i| &p.channels[i])
-            .map_err(|_| Missing::Channel)
-    }
-}
-
 impl Store {
     /// The package index, loaded on first use.
     pub fn package_index(&self) -> Result<&PackageIndex> {
@@ -124,23 +52,11 @@ impl Store {
     }
 
     pub fn list_packages(&self) -> Result<Vec<String>> {
-        Ok(self.package_index()?.packages.keys().cloned().collect())
+        Ok(self.package_index()?.names().map(str::to_string).collect())
     }
 
     pub fn get_package(&self, name: &str) -> Result<Option<api::Package>> {
-        Ok(self
-            .package_index()?
-            .packages
-            .get(name)
-            .map(|p| api::Package {
-                name: name.to_string(),
-                channels: p.channels.clone(),
-                default_channel_name: p.default_channel.clone(),
-                deprecation: p
-                    .deprecation
-                    .clone()
-                    .map(|message| api::Deprecation { message }),
-            }))
+        Ok(self.package_index()?.package(name).map(|p| p.to_api()))
     }
 
     /// Checks that a package and channel exist.
@@ -191,7 +107,7 @@ impl Store {
             .package_index()?
             .channel(package, channel)
             .ok()
-            .map(|c| c.csv_name.clone()))
+            .map(|c| c.head().to_string()))
     }
 
     /// Entries of a channel that replace or skip `name`, closest to the head first.
@@ -290,14 +206,15 @@ impl Store {
         let mut any_head = false;
         let mut first: Option<(&str, &str, &str)> = None;
         for (package, bundle) in &providers {
-            let Some(facts) = ix.packages.get(package) else {
+            let Some(facts) = ix.package(package) else {
                 continue;
             };
-            for ch in facts.channels.iter().filter(|c| c.csv_name == *bundle) {
+            for ch in facts.channels().filter(|c| c.head() == bundle) {
                 any_head = true;
-                if ch.name == facts.default_channel && first.is_none_or(|f| package.as_str() < f.0)
+                if ch.name() == facts.default_channel()
+                    && first.is_none_or(|f| package.as_str() < f.0)
                 {
-                    first = Some((package, &ch.name, bundle));
+                    first = Some((package, ch.name(), bundle));
                 }
             }
         }
@@ -326,9 +243,8 @@ impl Store {
     pub fn default_channel(&self, package: &str) -> Result<Option<String>> {
         Ok(self
             .package_index()?
-            .packages
-            .get(package)
-            .map(|p| p.default_channel.clone()))
+            .package(package)
+            .map(|p| p.default_channel().to_string()))
     }
 
     /// The next page of ListBundles after `after`, in (channel, package, bundle) order. The
