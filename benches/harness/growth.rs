@@ -67,7 +67,7 @@ fn point(bin: &Path, work: &Path, seed: u64, scale: f64) -> Result<Point, String
         let _ = std::fs::remove_file(&src);
     }
     let rt = crate::load::client_runtime().map_err(|e| e.to_string())?;
-    // Idle RSS moves by about half a megabyte between starts of one binary: the median of
+    // Idle RSS moves by up to a megabyte between starts of one binary: the median of
     // three starts; the last server also streams ListBundles.
     let mut idles = Vec::new();
     let mut list = None;
