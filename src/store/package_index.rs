@@ -62,13 +62,13 @@ struct Text(String);
 
 impl Text {
     fn push(&mut self, s: &str) -> Result<Span> {
-        let start = u32::try_from(self.0.len()).ok();
-        let len = u32::try_from(s.len()).ok();
-        let (Some(start), Some(len)) = (start, len) else {
+        let start = self.0.len();
+        // Where the span ends fits in a u32, so its start and length do too.
+        if u32::try_from(start + s.len()).is_err() {
             anyhow::bail!("the package index is over 4 GiB");
-        };
+        }
         self.0.push_str(s);
-        Ok(Span(start, len))
+        Ok(Span(start as u32, s.len() as u32))
     }
 }
 
