@@ -61,7 +61,6 @@ fn point(bin: &Path, work: &Path, seed: u64, scale: f64) -> Result<Point, String
         walls.push(ingest.wall.as_secs_f64());
         peak_kb = peak_kb.max(ingest.maxrss_kb);
     }
-    walls.sort_by(f64::total_cmp);
     let source_mb = mb(&src);
     if generated {
         let _ = std::fs::remove_file(&src);
@@ -76,22 +75,21 @@ fn point(bin: &Path, work: &Path, seed: u64, scale: f64) -> Result<Point, String
         rt.block_on(crate::load::wait_serving(&mut s, Duration::from_secs(120)))?;
         s.wait_log("integrity check passed", Duration::from_secs(300));
         std::thread::sleep(Duration::from_millis(500));
-        idles.push(s.rss_kb());
+        idles.push(s.rss_kb() as f64);
         if run + 1 == IDLE_RUNS {
             list = Some(rt.block_on(crate::load::list_bundles(&s)));
         }
     }
-    idles.sort_unstable();
-    let idle = idles[idles.len() / 2];
+    let idle = crate::measure::median(&idles);
     let list = list.expect("the last start streams ListBundles");
     let p = Point {
         scale,
         source_mb,
         bundles: list.msgs,
-        ingest_s: walls[walls.len() / 2],
+        ingest_s: crate::measure::median(&walls),
         ingest_rss_mb: peak_kb as f64 / 1024.0,
         db_mb: mb(&db),
-        idle_rss_mb: idle as f64 / 1024.0,
+        idle_rss_mb: idle / 1024.0,
         list_s: list.secs,
         list_rss_mb: list.rss_peak_kb as f64 / 1024.0,
     };

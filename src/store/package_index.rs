@@ -87,21 +87,18 @@ impl PackageIndex {
                 channels: 0..0,
             });
         }
-        let find = |text: &Text, packages: &[PackageFacts], name: &str| {
-            packages
-                .binary_search_by(|p| span_str(&text.0, p.name).cmp(name))
-                .ok()
-        };
         // The package's own deprecation: its olm.package entry (what ingest stores in
         // package.deprecation, the row's last column); the lowest seq wins.
         let mut st = c.prepare(
             "SELECT package, message FROM deprecation_entry
-             WHERE schema = 'olm.package' AND name = '' ORDER BY package, seq DESC",
+             WHERE schema = 'olm.package' AND name = '' ORDER BY package, seq",
         )?;
         let mut rows = st.query([])?;
         while let Some(r) = rows.next()? {
-            if let Some(i) = find(&text, &packages, r.get_ref(0)?.as_str()?) {
-                packages[i].deprecation = Some(text.push(r.get_ref(1)?.as_str()?)?);
+            if let Some(i) = position(&text.0, &packages, r.get_ref(0)?.as_str()?) {
+                if packages[i].deprecation.is_none() {
+                    packages[i].deprecation = Some(text.push(r.get_ref(1)?.as_str()?)?);
+                }
             }
         }
         // Grouped by package, so each package's channels are one run.
@@ -111,7 +108,7 @@ impl PackageIndex {
         )?;
         let mut rows = st.query([])?;
         while let Some(r) = rows.next()? {
-            let Some(i) = find(&text, &packages, r.get_ref(0)?.as_str()?) else {
+            let Some(i) = position(&text.0, &packages, r.get_ref(0)?.as_str()?) else {
                 continue;
             };
             let at = u32::try_from(channels.len()).context("too many channels")?;
@@ -150,13 +147,10 @@ impl PackageIndex {
     }
 
     pub fn package(&self, name: &str) -> Option<PackageRef<'_>> {
-        self.packages
-            .binary_search_by(|p| self.str(p.name).cmp(name))
-            .ok()
-            .map(|i| PackageRef {
-                ix: self,
-                facts: &self.packages[i],
-            })
+        position(&self.text, &self.packages, name).map(|i| PackageRef {
+            ix: self,
+            facts: &self.packages[i],
+        })
     }
 
     pub fn channel(&self, package: &str, channel: &str) -> Result<ChannelRef<'_>, Missing> {
@@ -169,6 +163,13 @@ impl PackageIndex {
             })
             .map_err(|_| Missing::Channel)
     }
+}
+
+/// Where the package `name` is in `packages` (sorted by name, their names in `text`).
+fn position(text: &str, packages: &[PackageFacts], name: &str) -> Option<usize> {
+    packages
+        .binary_search_by(|p| span_str(text, p.name).cmp(name))
+        .ok()
 }
 
 fn span_str(text: &str, s: Span) -> &str {
