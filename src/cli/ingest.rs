@@ -92,7 +92,7 @@ pub fn ingest_resolved(
         super::output::error(format_args!("{e:#}"));
         super::EXIT_FAILURE
     };
-    crate::memory::return_freed_memory_at_once();
+    crate::memory::for_ingest();
     let started = std::time::Instant::now();
     let builder = store::Builder::create(output).map_err(fail)?;
     let (tx, rx) = std::sync::mpsc::sync_channel::<Bundle>(64);
