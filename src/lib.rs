@@ -43,7 +43,8 @@
 //! * [`source`]: SOURCE arguments: telling formats apart and reading any mix of them (the
 //!   catalog readers, or the store for opreg's own databases).
 //! * [`server`]: the gRPC surface: `api.Registry`, `api.ExperimentalRegistry`,
-//!   `opreg.v1.Upgrades`, health and reflection, with graceful shutdown.
+//!   `opreg.v1.Upgrades`, health and reflection, with graceful shutdown; the unary bundle
+//!   RPCs' answers are sent piece by piece ([`server::direct`]).
 //! * [`http`]: catalogd's HTTP API (OLM v1), `/healthz`, `/readyz`, `/metrics`, from the same
 //!   served version as [`server`]; [`metrics`]: the Prometheus metrics and per-call logs of both.
 //! * [`cli`]: one file per subcommand; exit codes; logging.

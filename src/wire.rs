@@ -17,6 +17,7 @@
 use crate::api;
 use crate::json;
 use crate::model::*;
+use prost::bytes::{Bytes, BytesMut};
 use serde_json::Value;
 
 /// The channel-independent part of a bundle's wire form, and its manifests, kept apart so that
@@ -295,20 +296,64 @@ pub fn fill_csv<'a>(template: &'a [u8], description: &'a [u8], icon: &'a [u8]) -
     out
 }
 
-/// An `api.Bundle` already encoded. The served side of `api.Registry` (build.rs maps
-/// `api.Bundle` to this type there) sends these bytes as they are.
-#[derive(Clone, Default, PartialEq)]
-pub struct EncodedBundle(pub prost::bytes::Bytes);
+/// An `api.Bundle` already encoded, as the pieces it was spliced from: their concatenation is
+/// the message. A synthesized CSV is usually sent twice (as csvJson and as the one object), and
+/// its pieces are then shared, not copied. The served side of `api.Registry` (build.rs maps
+/// `api.Bundle` to this type there) sends these bytes as they are: through tonic, copied into
+/// its buffer; the unary bundle RPCs piece by piece ([`crate::server::direct`]).
+#[derive(Clone, Default)]
+pub struct EncodedBundle {
+    pieces: Vec<Bytes>,
+    len: usize,
+}
+
+impl EncodedBundle {
+    /// A message encoded in one piece.
+    pub fn from_bytes(b: Bytes) -> Self {
+        EncodedBundle {
+            len: b.len(),
+            pieces: vec![b],
+        }
+    }
+
+    fn push(&mut self, b: Bytes) {
+        self.len += b.len();
+        if !b.is_empty() {
+            self.pieces.push(b);
+        }
+    }
+
+    /// The encoded message's pieces, in order.
+    pub fn pieces(&self) -> &[Bytes] {
+        &self.pieces
+    }
+
+    /// The encoded message in one piece (a copy unless it is one already).
+    pub fn to_bytes(&self) -> Bytes {
+        match &self.pieces[..] {
+            [one] => one.clone(),
+            many => many.concat().into(),
+        }
+    }
+}
+
+impl PartialEq for EncodedBundle {
+    fn eq(&self, other: &Self) -> bool {
+        self.to_bytes() == other.to_bytes()
+    }
+}
 
 impl std::fmt::Debug for EncodedBundle {
     fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        write!(f, "EncodedBundle({} bytes)", self.0.len())
+        write!(f, "EncodedBundle({} bytes)", self.len)
     }
 }
 
 impl prost::Message for EncodedBundle {
     fn encode_raw(&self, buf: &mut impl prost::bytes::BufMut) {
-        buf.put_slice(&self.0);
+        for p in &self.pieces {
+            buf.put_slice(p);
+        }
     }
 
     /// The server never receives a bundle: decoding one skips every field.
@@ -323,11 +368,11 @@ impl prost::Message for EncodedBundle {
     }
 
     fn encoded_len(&self) -> usize {
-        self.0.len()
+        self.len
     }
 
     fn clear(&mut self) {
-        self.0.clear();
+        *self = Self::default();
     }
 }
 
@@ -348,53 +393,63 @@ pub enum Manifests<'a> {
 }
 
 /// One bundle's answer, spliced from stored encodings: `core` (the encoded
-/// [`WireBundle::core`]), the entry's channel-specific fields, and the manifests.
+/// [`WireBundle::core`]), the entry's channel-specific fields, and the manifests. Each input is
+/// copied once (they are borrowed from a database row); a synthesized CSV sent twice is shared.
 pub fn encode_bundle(core: &[u8], entry: &api::Bundle, manifests: Manifests) -> EncodedBundle {
     use prost::encoding::{encode_key, encode_varint, WireType};
     use prost::Message;
     const CSV_JSON: u32 = 4;
     const OBJECT: u32 = 5;
-    // One allocation of the exact size: answers are tens of KB, up to a few MB.
-    let head = core.len() + entry.encoded_len();
-    let (pieces, csv_len, tail) = match manifests {
-        Manifests::None => (Vec::new(), 0, 0),
-        Manifests::Stored(m) => (Vec::new(), 0, m.len()),
+    let mut head = BytesMut::with_capacity(core.len() + entry.encoded_len() + 16);
+    head.extend_from_slice(core);
+    entry
+        .encode(&mut head)
+        .expect("a BytesMut grows to take any message");
+    let mut out = EncodedBundle::default();
+    match manifests {
+        Manifests::None => out.push(head.freeze()),
+        Manifests::Stored(m) => {
+            head.extend_from_slice(m);
+            out.push(head.freeze());
+        }
         Manifests::Synthesized {
             objects,
             template,
             description,
             icon,
         } => {
-            let pieces = fill_csv(template, description, icon);
-            let len: usize = pieces.iter().map(|p| p.len()).sum();
-            let field = 1 + prost::encoding::encoded_len_varint(len as u64) + len;
-            let copies = if objects.is_empty() { 2 } else { 1 };
-            (pieces, len, copies * field + objects.len())
-        }
-    };
-    let mut out = Vec::with_capacity(head + tail);
-    out.extend_from_slice(core);
-    entry
-        .encode(&mut out)
-        .expect("a Vec grows to take any message");
-    let put = |out: &mut Vec<u8>, tag: u32| {
-        encode_key(tag, WireType::LengthDelimited, out);
-        encode_varint(csv_len as u64, out);
-        for p in &pieces {
-            out.extend_from_slice(p);
-        }
-    };
-    match manifests {
-        Manifests::None => {}
-        Manifests::Stored(m) => out.extend_from_slice(m),
-        Manifests::Synthesized { objects, .. } => {
-            put(&mut out, CSV_JSON);
-            out.extend_from_slice(objects);
+            let (template, description, icon) = (
+                Bytes::copy_from_slice(template),
+                Bytes::copy_from_slice(description),
+                Bytes::copy_from_slice(icon),
+            );
+            let csv: Vec<Bytes> = fill_csv(&template, &description, &icon)
+                .into_iter()
+                .map(|p| match p {
+                    [] => Bytes::new(),
+                    p if std::ptr::eq(p, &description[..]) => description.clone(),
+                    p if std::ptr::eq(p, &icon[..]) => icon.clone(),
+                    p => template.slice_ref(p),
+                })
+                .collect();
+            let csv_len: usize = csv.iter().map(Bytes::len).sum();
+            let field = |buf: &mut BytesMut, tag: u32| {
+                encode_key(tag, WireType::LengthDelimited, buf);
+                encode_varint(csv_len as u64, buf);
+            };
+            field(&mut head, CSV_JSON);
+            out.push(head.freeze());
+            csv.iter().for_each(|p| out.push(p.clone()));
+            let mut mid = BytesMut::with_capacity(objects.len() + 16);
+            mid.extend_from_slice(objects);
             if objects.is_empty() {
-                put(&mut out, OBJECT);
+                field(&mut mid, OBJECT);
+            }
+            out.push(mid.freeze());
+            if objects.is_empty() {
+                csv.into_iter().for_each(|p| out.push(p));
             }
         }
     }
-    debug_assert_eq!(out.len(), head + tail);
-    EncodedBundle(out.into())
+    out
 }

@@ -136,7 +136,7 @@ pub fn serve(answers: &Path, port: u16) {
     while !rest.is_empty() {
         let key = String::from_utf8(take(&mut rest)).expect("UTF-8 key");
         let body = take(&mut rest);
-        map.insert(key, EncodedBundle(body.into()));
+        map.insert(key, EncodedBundle::from_bytes(body.into()));
     }
     let floor = Floor {
         answers: Arc::new(map),

@@ -7,8 +7,10 @@
 //! version); SQLite's check of every page runs right after, and a damaged file stops the
 //! server with exit code 1 and the reason, as a failed load does. Shutdown: SIGTERM or SIGINT stops accepting, lets in-flight calls finish
 //! within the grace period, then exits 0. After a swap of the served version every open
-//! connection gets a GOAWAY (`http::conn`). The server only reads the store.
+//! connection gets a GOAWAY (`http::conn`). The server only reads the store. The four unary
+//! bundle RPCs are answered piece by piece, in front of tonic ([`direct`]).
 
+pub mod direct;
 pub mod health;
 pub mod registry;
 pub mod upgrades;
@@ -202,7 +204,7 @@ pub async fn serve(
             .max_encoding_message_size(usize::MAX),
     )
     .add_service(
-        api::experimental_registry_server::ExperimentalRegistryServer::new(registry)
+        api::experimental_registry_server::ExperimentalRegistryServer::new(registry.clone())
             .max_encoding_message_size(usize::MAX),
     )
     .add_service(crate::upgrades_api::upgrades_server::UpgradesServer::new(
@@ -212,6 +214,10 @@ pub async fn serve(
     .add_service(reflection_v1)
     .add_service(reflection_v1alpha)
     .prepare();
+    let routes = direct::Direct {
+        inner: routes,
+        registry,
+    };
     let svc = tower::Layer::layer(
         &crate::metrics::layer::MetricsLayer::grpc(
             opts.metrics
