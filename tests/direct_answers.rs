@@ -211,3 +211,83 @@ fn requests_the_direct_path_leaves_alone_get_tonics_answers() {
         assert_eq!(a.header_status.0.as_deref(), Some("13"), "{a:?}");
     });
 }
+
+/// A package whose first bundle's CSV template (about 250 KB) spans many database pages and
+/// far exceeds the direct path's small pieces, and whose second's is small.
+fn large_template_catalog(dir: &std::path::Path) -> std::path::PathBuf {
+    let long: String = (0..6000)
+        .map(|i| format!("line {i} of a long <description> & more\n"))
+        .collect();
+    let bundle = |v: &str, desc: &str| {
+        serde_json::json!({
+            "schema": "olm.bundle", "package": "big", "name": format!("big.v{v}"),
+            "image": format!("quay.io/x/big:{v}"),
+            "properties": [
+                {"type": "olm.package", "value": {"packageName": "big", "version": v}},
+                {"type": "olm.csv.metadata", "value": {"description": desc, "displayName": "Big"}},
+            ],
+        })
+    };
+    let docs = [
+        serde_json::json!({"schema": "olm.package", "name": "big", "defaultChannel": "stable",
+            "description": "the package's own", "icon": {"base64data": "PHN2Zy8+", "mediatype": "image/svg+xml"}}),
+        serde_json::json!({"schema": "olm.channel", "package": "big", "name": "stable",
+            "entries": [{"name": "big.v1.0.0"}, {"name": "big.v2.0.0", "replaces": "big.v1.0.0"}]}),
+        bundle("1.0.0", &long),
+        bundle("2.0.0", "short"),
+    ];
+    let path = dir.join("big.json");
+    let text: Vec<String> = docs.iter().map(|d| d.to_string()).collect();
+    std::fs::write(&path, text.join("\n")).unwrap();
+    path
+}
+
+#[test]
+fn a_large_csv_template_is_answered_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = large_template_catalog(dir.path());
+    let cat = opreg::source::load_sources(std::slice::from_ref(&src), &mut Vec::new()).unwrap();
+    let pkg = &cat.packages["big"];
+    let s = InProcess::start(&src);
+    rt().block_on(async {
+        let mut c = s.registry().await;
+        for name in ["big.v1.0.0", "big.v2.0.0"] {
+            let req = api::GetBundleRequest {
+                pkg_name: "big".into(),
+                channel_name: "stable".into(),
+                csv_name: name.into(),
+            };
+            assert_eq!(
+                same_both_ways(s.port, "GetBundle", &req.encode_to_vec()).await,
+                "0"
+            );
+            let got = c.get_bundle(req).await.unwrap().into_inner();
+            let want = opreg::wire::full_wire(pkg, &pkg.bundles[name]);
+            assert_eq!(got.csv_json, want.csv_json, "{name}");
+            assert_eq!(got.object, want.object, "{name}");
+        }
+        let v1 = &c
+            .get_bundle_that_replaces(api::GetReplacementRequest {
+                csv_name: "big.v1.0.0".into(),
+                pkg_name: "big".into(),
+                channel_name: "stable".into(),
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(v1.csv_name, "big.v2.0.0");
+    });
+    // The first template is large (it overflows many pages, and its pieces are sent as they
+    // are), the second small (its pieces are coalesced).
+    let db = dir.path().join("big.db");
+    common::ingest_in_process(std::slice::from_ref(&src), &db);
+    let sizes: Vec<i64> = rusqlite::Connection::open(&db)
+        .unwrap()
+        .prepare("SELECT octet_length(csv_template) FROM bundle ORDER BY name")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert!(sizes[0] > 64 << 10 && sizes[1] < 64 << 10, "{sizes:?}");
+}
