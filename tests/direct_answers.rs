@@ -32,6 +32,16 @@ fn frame(msg: &[u8]) -> Bytes {
 }
 
 async fn call(port: u16, path: &str, body: Bytes) -> Answer {
+    call_with(port, path, body, None).await
+}
+
+/// [`call`], ending the request with `trailers` when given.
+async fn call_with(
+    port: u16,
+    path: &str,
+    body: Bytes,
+    trailers: Option<http::HeaderMap>,
+) -> Answer {
     let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port))
         .await
         .unwrap();
@@ -43,7 +53,10 @@ async fn call(port: u16, path: &str, body: Bytes) -> Answer {
         .body(())
         .unwrap();
     let (resp, mut send) = h2c.send_request(req, false).unwrap();
-    send.send_data(body, true).unwrap();
+    send.send_data(body, trailers.is_none()).unwrap();
+    if let Some(t) = trailers {
+        send.send_trailers(t).unwrap();
+    }
     let resp = resp.await.unwrap();
     let h = |name: &str| {
         resp.headers()
@@ -209,6 +222,19 @@ fn requests_the_direct_path_leaves_alone_get_tonics_answers() {
         // No message at all.
         let a = call(s.port, path, Bytes::new()).await;
         assert_eq!(a.header_status.0.as_deref(), Some("13"), "{a:?}");
+        // A message followed by request trailers: tonic answers it, as the direct path does
+        // the same message alone.
+        let msg = api::GetBundleInChannelRequest {
+            pkg_name: "gold".into(),
+            channel_name: "stable".into(),
+        }
+        .encode_to_vec();
+        let mut t = http::HeaderMap::new();
+        t.insert("x-note", http::HeaderValue::from_static("1"));
+        let with = call_with(s.port, path, frame(&msg), Some(t)).await;
+        let alone = call(s.port, path, frame(&msg)).await;
+        assert_eq!(with, alone);
+        assert!(with.body.len() > 1000, "{with:?}");
     });
 }
 

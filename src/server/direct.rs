@@ -123,15 +123,16 @@ where
                 Ok(Read::One(msg)) => rpc.answer(&registry, msg.clone()).await,
                 _ => None,
             };
-            let prefix = match (answer, read) {
+            let prefix: (Bytes, Option<http::HeaderMap>) = match (answer, read) {
                 (Some(Ok(b)), _) => return Ok(respond(b)),
                 (Some(Err(status)), _) => return Ok(status.into_http()),
                 (None, Err(e)) => return Ok(Status::unknown(e.to_string()).into_http()),
-                (None, Ok(Read::One(msg))) => framed(msg),
-                (None, Ok(Read::Other(prefix))) => prefix,
+                (None, Ok(Read::One(msg))) => (framed(msg), None),
+                (None, Ok(Read::Other(prefix, trailers))) => (prefix, trailers),
             };
             let body = Prefixed {
-                prefix: Some(prefix).filter(|p| !p.is_empty()),
+                prefix: Some(prefix.0).filter(|p| !p.is_empty()),
+                trailers: prefix.1,
                 rest: body,
             };
             inner
@@ -153,8 +154,9 @@ fn uncompressed(h: &http::HeaderMap) -> bool {
 enum Read {
     /// The body was exactly one uncompressed message: this one.
     One(Bytes),
-    /// Anything else: what was read of it (the rest is still in the body).
-    Other(Bytes),
+    /// Anything else: what was read of it (the rest, if any, is still in the body), and the
+    /// request's trailers if they were read.
+    Other(Bytes, Option<http::HeaderMap>),
 }
 
 /// Reads a request body that should hold one uncompressed gRPC message, stopping as soon as it
@@ -169,15 +171,15 @@ where
         if buf.len() >= 5 {
             let len = u32::from_be_bytes([buf[1], buf[2], buf[3], buf[4]]) as usize;
             if buf[0] != 0 || len > MAX_REQUEST || buf.len() > 5 + len {
-                return Ok(Read::Other(buf.freeze()));
+                return Ok(Read::Other(buf.freeze(), None));
             }
         }
         let frame = std::future::poll_fn(|cx| Pin::new(&mut *body).poll_frame(cx)).await;
         match frame {
             Some(f) => match f.map_err(Into::into)?.into_data() {
                 Ok(d) => buf.extend_from_slice(&d),
-                // Request trailers: not taken here.
-                Err(_) => return Ok(Read::Other(buf.freeze())),
+                // Request trailers: not taken here (tonic adds them to the metadata).
+                Err(f) => return Ok(Read::Other(buf.freeze(), f.into_trailers().ok())),
             },
             None => {
                 let whole = buf.len() >= 5
@@ -185,7 +187,7 @@ where
                         == buf.len() - 5;
                 return Ok(match whole {
                     true => Read::One(buf.freeze().split_off(5)),
-                    false => Read::Other(buf.freeze()),
+                    false => Read::Other(buf.freeze(), None),
                 });
             }
         }
@@ -262,9 +264,11 @@ impl Body for Pieces {
     }
 }
 
-/// A request body whose first bytes were already read.
+/// A request body whose first bytes (and maybe its trailers) were already read.
 struct Prefixed<B> {
     prefix: Option<Bytes>,
+    /// Read after `prefix`: the body had ended.
+    trailers: Option<http::HeaderMap>,
     rest: B,
 }
 
@@ -282,10 +286,13 @@ where
         if let Some(p) = self.prefix.take() {
             return Poll::Ready(Some(Ok(Frame::data(p))));
         }
+        if let Some(t) = self.trailers.take() {
+            return Poll::Ready(Some(Ok(Frame::trailers(t))));
+        }
         Pin::new(&mut self.rest).poll_frame(cx)
     }
 
     fn is_end_stream(&self) -> bool {
-        self.prefix.is_none() && self.rest.is_end_stream()
+        self.prefix.is_none() && self.trailers.is_none() && self.rest.is_end_stream()
     }
 }
