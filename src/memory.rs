@@ -23,8 +23,10 @@ const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 /// every large free then returned its pages at once (a TLB shootdown on the other core, a
 /// page fault when the memory is used again): measured by hand on 2026-11-23 (release binary,
 /// 3-4 runs each, alternately), the community catalog's ingest took 1.12-1.16 s with no delay
-/// against 1.03-1.05 s with 10 ms, peak 49-51 MB against 54-57 MB (input 85 MB); the certified
-/// catalog's 0.89-0.93 s against 0.82 s, peak 54-58 MB against 59 MB (input 62 MB).
+/// against 1.03-1.05 s with 10 ms, peak 49.1-50.1 MiB against 54.4-55.3 MiB (input 81.2 MiB);
+/// the certified catalog's 0.89-0.93 s against 0.82 s, peak 52.4-56.2 MiB against
+/// 57.7-58.1 MiB (input 59.2 MiB). An ingest from an image, whose unpacking frees more, peaked
+/// at 72-75 MB against 50-51 MB in the benchmark (BENCHMARKS.md, "Ingest from a registry").
 ///
 /// The C library's malloc (SQLite's, here) keeps one arena: by default the writer thread
 /// gets an arena of its own besides the main thread's, and the two held about 4 MB more at

@@ -278,22 +278,46 @@ pub fn csv_package_parts(description: &str, icon: Option<&Icon>) -> (String, Str
     (json::go_html_escape(&d), json::go_html_escape(&i))
 }
 
+/// One piece of a synthesized CSV ([`csv_parts`]).
+#[derive(Clone, Debug, PartialEq)]
+pub enum CsvPart {
+    /// These bytes of the template.
+    Template(std::ops::Range<usize>),
+    /// The package's description member.
+    Description,
+    /// The package's icon member.
+    Icon,
+}
+
+/// The pieces of a synthesized CSV, in order: the template's text around its slots, and what
+/// fills each slot.
+pub fn csv_parts(template: &[u8]) -> Vec<CsvPart> {
+    let mut out = Vec::with_capacity(5);
+    let mut at = 0;
+    while let Some(i) = memchr::memchr2(DESCRIPTION_SLOT as u8, ICON_SLOT as u8, &template[at..]) {
+        out.push(CsvPart::Template(at..at + i));
+        out.push(match template[at + i] == DESCRIPTION_SLOT as u8 {
+            true => CsvPart::Description,
+            false => CsvPart::Icon,
+        });
+        at += i + 1;
+    }
+    out.push(CsvPart::Template(at..template.len()));
+    out
+}
+
 /// The pieces of a synthesized CSV, in order: `template` with its slots filled.
 /// Bytes, not `str`: the store's text was checked at ingest, and a served answer is not worth
 /// checking again (UTF-8 validation of the CSV was 2 % of a bundle RPC).
 pub fn fill_csv<'a>(template: &'a [u8], description: &'a [u8], icon: &'a [u8]) -> Vec<&'a [u8]> {
-    let mut out = Vec::with_capacity(5);
-    let mut rest = template;
-    while let Some(i) = memchr::memchr2(DESCRIPTION_SLOT as u8, ICON_SLOT as u8, rest) {
-        out.push(&rest[..i]);
-        out.push(match rest[i] == DESCRIPTION_SLOT as u8 {
-            true => description,
-            false => icon,
-        });
-        rest = &rest[i + 1..];
-    }
-    out.push(rest);
-    out
+    csv_parts(template)
+        .into_iter()
+        .map(|p| match p {
+            CsvPart::Template(r) => &template[r],
+            CsvPart::Description => description,
+            CsvPart::Icon => icon,
+        })
+        .collect()
 }
 
 /// An `api.Bundle` already encoded, as the pieces it was spliced from: their concatenation is
@@ -400,7 +424,11 @@ pub fn encode_bundle(core: &[u8], entry: &api::Bundle, manifests: Manifests) -> 
     use prost::Message;
     const CSV_JSON: u32 = 4;
     const OBJECT: u32 = 5;
-    let mut head = BytesMut::with_capacity(core.len() + entry.encoded_len() + 16);
+    let stored = match &manifests {
+        Manifests::Stored(m) => m.len(),
+        _ => 0,
+    };
+    let mut head = BytesMut::with_capacity(core.len() + entry.encoded_len() + stored + 16);
     head.extend_from_slice(core);
     entry
         .encode(&mut head)
@@ -418,18 +446,21 @@ pub fn encode_bundle(core: &[u8], entry: &api::Bundle, manifests: Manifests) -> 
             description,
             icon,
         } => {
-            let (template, description, icon) = (
-                Bytes::copy_from_slice(template),
-                Bytes::copy_from_slice(description),
-                Bytes::copy_from_slice(icon),
-            );
-            let csv: Vec<Bytes> = fill_csv(&template, &description, &icon)
+            let parts = csv_parts(template);
+            // Each input copied once, and a package part only when the template has its slot.
+            let template = Bytes::copy_from_slice(template);
+            let copy_if = |part: CsvPart, b: &[u8]| match parts.contains(&part) {
+                true => Bytes::copy_from_slice(b),
+                false => Bytes::new(),
+            };
+            let description = copy_if(CsvPart::Description, description);
+            let icon = copy_if(CsvPart::Icon, icon);
+            let csv: Vec<Bytes> = parts
                 .into_iter()
                 .map(|p| match p {
-                    [] => Bytes::new(),
-                    p if std::ptr::eq(p, &description[..]) => description.clone(),
-                    p if std::ptr::eq(p, &icon[..]) => icon.clone(),
-                    p => template.slice_ref(p),
+                    CsvPart::Template(r) => template.slice(r),
+                    CsvPart::Description => description.clone(),
+                    CsvPart::Icon => icon.clone(),
                 })
                 .collect();
             let csv_len: usize = csv.iter().map(Bytes::len).sum();

@@ -7,9 +7,10 @@
 //!
 //! What goes on the wire is what tonic sends: `content-type: application/grpc`, one
 //! uncompressed message, then the trailer `grpc-status: 0`; an error is tonic's own
-//! (`Status::into_http`). A request this path does not take as it is (compressed, not exactly
-//! one message, larger than tonic's 4 MiB limit, or undecodable) goes to tonic unchanged, so
-//! its answer, an error included, is tonic's.
+//! (`Status::into_http`), and a request body that fails to arrive is answered as tonic answers
+//! it (`Status::from_error`). A request this path does not take as it is (compressed, not
+//! exactly one message, larger than [`MAX_REQUEST`], undecodable, or ending in trailers) goes to
+//! tonic unchanged, so its answer, an error included, is tonic's.
 
 use super::registry::RegistryService;
 use crate::api;
@@ -25,8 +26,9 @@ use tonic::{Request, Status};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-/// tonic's default limit on a decoded request.
-const MAX_REQUEST: usize = 4 << 20;
+/// The largest request message taken here; tonic's `Registry` service is given the same limit
+/// (`server::serve`), so larger ones get tonic's error.
+pub const MAX_REQUEST: usize = 4 << 20;
 
 /// Pieces smaller than this are sent together with their neighbours (copied into one chunk),
 /// so an answer is a few DATA frames, not one per splice.
@@ -120,14 +122,14 @@ where
             let (parts, mut body) = req.into_parts();
             let read = read_message(&mut body).await;
             let answer = match &read {
-                Ok(Read::One(msg)) => rpc.answer(&registry, msg.clone()).await,
+                Ok(Read::One(frame)) => rpc.answer(&registry, frame.slice(5..)).await,
                 _ => None,
             };
             let prefix: (Bytes, Option<http::HeaderMap>) = match (answer, read) {
                 (Some(Ok(b)), _) => return Ok(respond(b)),
                 (Some(Err(status)), _) => return Ok(status.into_http()),
-                (None, Err(e)) => return Ok(Status::unknown(e.to_string()).into_http()),
-                (None, Ok(Read::One(msg))) => (framed(msg), None),
+                (None, Err(e)) => return Ok(Status::from_error(e).into_http()),
+                (None, Ok(Read::One(frame))) => (frame, None),
                 (None, Ok(Read::Other(prefix, trailers))) => (prefix, trailers),
             };
             let body = Prefixed {
@@ -152,7 +154,7 @@ fn uncompressed(h: &http::HeaderMap) -> bool {
 }
 
 enum Read {
-    /// The body was exactly one uncompressed message: this one.
+    /// The body was exactly one uncompressed message: this one, with its 5-byte header.
     One(Bytes),
     /// Anything else: what was read of it (the rest, if any, is still in the body), and the
     /// request's trailers if they were read.
@@ -186,21 +188,12 @@ where
                     && u32::from_be_bytes([buf[1], buf[2], buf[3], buf[4]]) as usize
                         == buf.len() - 5;
                 return Ok(match whole {
-                    true => Read::One(buf.freeze().split_off(5)),
+                    true => Read::One(buf.freeze()),
                     false => Read::Other(buf.freeze(), None),
                 });
             }
         }
     }
-}
-
-/// A message with its gRPC frame header again.
-fn framed(msg: Bytes) -> Bytes {
-    let mut b = BytesMut::with_capacity(5 + msg.len());
-    b.extend_from_slice(&[0]);
-    b.extend_from_slice(&(msg.len() as u32).to_be_bytes());
-    b.extend_from_slice(&msg);
-    b.freeze()
 }
 
 /// The success response: the answer's pieces as the body, then `grpc-status: 0`.
@@ -294,5 +287,117 @@ where
 
     fn is_end_stream(&self) -> bool {
         self.prefix.is_none() && self.trailers.is_none() && self.rest.is_end_stream()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    /// Sends `body` (and `trailers`) to `path` through [`Direct`] in front of a stand-in for
+    /// tonic that only counts what reaches it. The registry has no catalog yet, so a request
+    /// the direct path takes is answered UNAVAILABLE (14) by the registry itself. Returns the
+    /// requests the stand-in saw and the answer's grpc-status header.
+    async fn route(
+        path: &str,
+        body: Bytes,
+        trailers: Option<http::HeaderMap>,
+    ) -> (usize, Option<String>) {
+        let seen = Arc::new(AtomicUsize::new(0));
+        let counter = seen.clone();
+        let inner = tower::service_fn(move |_: http::Request<tonic::body::Body>| {
+            counter.fetch_add(1, Ordering::SeqCst);
+            async {
+                Ok::<_, std::convert::Infallible>(http::Response::new(tonic::body::Body::empty()))
+            }
+        });
+        let svc = Direct {
+            inner,
+            registry: RegistryService {
+                state: Default::default(),
+            },
+        };
+        let body = Prefixed {
+            prefix: Some(body),
+            trailers,
+            rest: tonic::body::Body::empty(),
+        };
+        let req = http::Request::post(path).body(body).unwrap();
+        let res = tower::ServiceExt::oneshot(svc, req).await.unwrap();
+        let status = res
+            .headers()
+            .get("grpc-status")
+            .map(|v| v.to_str().unwrap().to_string());
+        (seen.load(Ordering::SeqCst), status)
+    }
+
+    fn framed(msg: &[u8], declared: usize) -> Bytes {
+        let mut b = BytesMut::new();
+        b.extend_from_slice(&[0]);
+        b.extend_from_slice(&(declared as u32).to_be_bytes());
+        b.extend_from_slice(msg);
+        b.freeze()
+    }
+
+    #[tokio::test]
+    async fn takes_the_four_rpcs_and_leaves_everything_else_to_tonic() {
+        let get = api::GetBundleRequest {
+            pkg_name: "p".into(),
+            channel_name: "c".into(),
+            csv_name: "b".into(),
+        }
+        .encode_to_vec();
+        let one = framed(&get, get.len());
+        for rpc in [
+            "GetBundle",
+            "GetBundleForChannel",
+            "GetBundleThatReplaces",
+            "GetDefaultBundleThatProvides",
+        ] {
+            let msg = match rpc {
+                "GetDefaultBundleThatProvides" => api::GetDefaultProviderRequest {
+                    group: "g".into(),
+                    version: "v1".into(),
+                    kind: "K".into(),
+                    plural: String::new(),
+                }
+                .encode_to_vec(),
+                _ => get.clone(),
+            };
+            let path = format!("/api.Registry/{rpc}");
+            let got = route(&path, framed(&msg, msg.len()), None).await;
+            assert_eq!(got, (0, Some("14".into())), "{rpc}");
+        }
+        let path = "/api.Registry/GetBundle";
+        // Left to tonic: another RPC, a compressed message, two messages, trailers, a
+        // message over the limit (whole), a message cut short, no message.
+        let mut two = BytesMut::from(&one[..]);
+        two.extend_from_slice(&framed(b"", 0));
+        let mut compressed = BytesMut::from(&one[..]);
+        compressed[0] = 1;
+        // A valid request, only too large.
+        let big = api::GetBundleRequest {
+            pkg_name: "p".repeat(MAX_REQUEST),
+            channel_name: "c".into(),
+            csv_name: "b".into(),
+        }
+        .encode_to_vec();
+        let mut t = http::HeaderMap::new();
+        t.insert("x-note", http::HeaderValue::from_static("1"));
+        let cases: Vec<(&str, Bytes, Option<http::HeaderMap>)> = vec![
+            ("/api.Registry/GetPackage", one.clone(), None),
+            ("/api.Registry/ListBundles", framed(b"", 0), None),
+            (path, compressed.freeze(), None),
+            (path, two.freeze(), None),
+            (path, one.clone(), Some(t)),
+            (path, framed(&big, big.len()), None),
+            (path, one.slice(..one.len() - 1), None),
+            (path, Bytes::new(), None),
+        ];
+        for (i, (path, body, trailers)) in cases.into_iter().enumerate() {
+            assert_eq!(route(path, body, trailers).await, (1, None), "case {i}");
+        }
     }
 }

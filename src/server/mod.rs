@@ -201,7 +201,8 @@ pub async fn serve(
     });
     let routes = tonic::service::Routes::new(
         crate::served_api::registry_server::RegistryServer::new(registry.clone())
-            .max_encoding_message_size(usize::MAX),
+            .max_encoding_message_size(usize::MAX)
+            .max_decoding_message_size(direct::MAX_REQUEST),
     )
     .add_service(
         api::experimental_registry_server::ExperimentalRegistryServer::new(registry.clone())
