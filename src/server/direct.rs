@@ -125,7 +125,7 @@ where
                 Ok(Read::One(frame)) => rpc.answer(&registry, frame.slice(5..)).await,
                 _ => None,
             };
-            let prefix: (Bytes, Option<http::HeaderMap>) = match (answer, read) {
+            let (prefix, trailers) = match (answer, read) {
                 (Some(Ok(b)), _) => return Ok(respond(b)),
                 (Some(Err(status)), _) => return Ok(status.into_http()),
                 (None, Err(e)) => return Ok(Status::from_error(e).into_http()),
@@ -133,8 +133,8 @@ where
                 (None, Ok(Read::Other(prefix, trailers))) => (prefix, trailers),
             };
             let body = Prefixed {
-                prefix: Some(prefix.0).filter(|p| !p.is_empty()),
-                trailers: prefix.1,
+                prefix: Some(prefix).filter(|p| !p.is_empty()),
+                trailers,
                 rest: body,
             };
             inner
@@ -170,8 +170,7 @@ where
 {
     let mut buf = BytesMut::new();
     loop {
-        if buf.len() >= 5 {
-            let len = u32::from_be_bytes([buf[1], buf[2], buf[3], buf[4]]) as usize;
+        if let Some(len) = declared_len(&buf) {
             if buf[0] != 0 || len > MAX_REQUEST || buf.len() > 5 + len {
                 return Ok(Read::Other(buf.freeze(), None));
             }
@@ -184,9 +183,7 @@ where
                 Err(f) => return Ok(Read::Other(buf.freeze(), f.into_trailers().ok())),
             },
             None => {
-                let whole = buf.len() >= 5
-                    && u32::from_be_bytes([buf[1], buf[2], buf[3], buf[4]]) as usize
-                        == buf.len() - 5;
+                let whole = declared_len(&buf) == Some(buf.len().wrapping_sub(5));
                 return Ok(match whole {
                     true => Read::One(buf.freeze()),
                     false => Read::Other(buf.freeze(), None),
@@ -196,11 +193,21 @@ where
     }
 }
 
+/// The message length a gRPC frame's 5-byte header declares, once the header is in.
+fn declared_len(buf: &[u8]) -> Option<usize> {
+    (buf.len() >= 5).then(|| u32::from_be_bytes([buf[1], buf[2], buf[3], buf[4]]) as usize)
+}
+
+/// The 5-byte header of an uncompressed gRPC frame holding `len` bytes.
+fn frame_header(len: usize) -> [u8; 5] {
+    let [a, b, c, d] = (len as u32).to_be_bytes();
+    [0, a, b, c, d]
+}
+
 /// The success response: the answer's pieces as the body, then `grpc-status: 0`.
 fn respond(b: EncodedBundle) -> http::Response<tonic::body::Body> {
     let mut header = BytesMut::with_capacity(SMALL_PIECE);
-    header.extend_from_slice(&[0]);
-    header.extend_from_slice(&(b.encoded_len() as u32).to_be_bytes());
+    header.extend_from_slice(&frame_header(b.encoded_len()));
     let mut chunks = Vec::new();
     for p in b.pieces() {
         if p.len() < SMALL_PIECE {
@@ -334,11 +341,7 @@ mod tests {
     }
 
     fn framed(msg: &[u8], declared: usize) -> Bytes {
-        let mut b = BytesMut::new();
-        b.extend_from_slice(&[0]);
-        b.extend_from_slice(&(declared as u32).to_be_bytes());
-        b.extend_from_slice(msg);
-        b.freeze()
+        [&frame_header(declared)[..], msg].concat().into()
     }
 
     #[tokio::test]
