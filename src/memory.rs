@@ -26,7 +26,8 @@ const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 /// against 1.03-1.05 s with 10 ms, peak 49.1-50.1 MiB against 54.4-55.3 MiB (input 81.2 MiB);
 /// the certified catalog's 0.89-0.93 s against 0.82 s, peak 52.4-56.2 MiB against
 /// 57.7-58.1 MiB (input 59.2 MiB). An ingest from an image, whose unpacking frees more, peaked
-/// at 72-75 MB against 50-51 MB in the benchmark (BENCHMARKS.md, "Ingest from a registry").
+/// at 71-75 MB against 50-51 MB in the benchmark's runs (BENCHMARKS.md, "Ingest from a
+/// registry").
 ///
 /// The C library's malloc (SQLite's, here) keeps one arena: by default the writer thread
 /// gets an arena of its own besides the main thread's, and the two held about 4 MB more at
