@@ -337,6 +337,6 @@ pub fn decode_bundle_object(value: &str) -> Option<(String, String)> {
         .to_string();
     Some((
         kind,
-        crate::json::go_html_escape(&crate::json::canonical(&obj)),
+        crate::json::go_html_escape(crate::json::canonical(&obj)),
     ))
 }

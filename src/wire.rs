@@ -256,7 +256,7 @@ pub fn csv_template(c: &CsvInputs) -> String {
         ));
     }
     out.push_str("},\"status\":{\"cleanup\":{}}}");
-    json::go_html_escape(&out)
+    json::go_html_escape(out)
 }
 
 /// A package's parts of a synthesized CSV, as JSON text ready for [`fill_csv`]: the
@@ -275,7 +275,7 @@ pub fn csv_package_parts(description: &str, icon: Option<&Icon>) -> (String, Str
         json::write_string(&mut i, &icon.mediatype);
         i.push_str("}]");
     }
-    (json::go_html_escape(&d), json::go_html_escape(&i))
+    (json::go_html_escape(d), json::go_html_escape(i))
 }
 
 /// One piece of a synthesized CSV ([`csv_parts`]).
