@@ -6,6 +6,7 @@
 //! version they started with, and clients reconnect and re-list, as OLM expects when a catalog
 //! changes).
 
+use super::coalesce::coalesce;
 use anyhow::Result;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
@@ -97,10 +98,10 @@ where
         });
         tokio::spawn(async move {
             match tls {
-                None => one(&builder, TokioIo::new(tcp), svc, stop_rx, goaway).await,
+                None => one(&builder, tcp, svc, stop_rx, goaway).await,
                 Some(acceptor) => {
                     match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
-                        Ok(Ok(io)) => one(&builder, TokioIo::new(io), svc, stop_rx, goaway).await,
+                        Ok(Ok(io)) => one(&builder, io, svc, stop_rx, goaway).await,
                         Ok(Err(e)) => tracing::debug!("TLS handshake failed: {e}"),
                         Err(_) => tracing::debug!("TLS handshake timed out"),
                     }
@@ -116,7 +117,8 @@ where
 }
 
 /// Serves one connection to its end; a stop, or a change of `goaway`, shuts it down
-/// gracefully (once).
+/// gracefully (once). What one poll of the connection writes goes out together when the poll
+/// ends ([`coalesce`]).
 async fn one<I, S, B>(
     builder: &Builder<TokioExecutor>,
     io: I,
@@ -124,7 +126,7 @@ async fn one<I, S, B>(
     mut stop: watch::Receiver<bool>,
     mut goaway: Option<watch::Receiver<u64>>,
 ) where
-    I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
     S: hyper::service::Service<http::Request<Incoming>, Response = http::Response<B>>
         + Clone
         + Send
@@ -135,7 +137,8 @@ async fn one<I, S, B>(
     B::Data: Send,
     B::Error: Into<BoxError>,
 {
-    let mut conn = std::pin::pin!(builder.serve_connection(io, svc));
+    let (io, drain) = coalesce(io);
+    let mut conn = std::pin::pin!(builder.serve_connection(TokioIo::new(io), svc));
     let mut shutting_down = false;
     loop {
         let stopped = async {
@@ -154,7 +157,11 @@ async fn one<I, S, B>(
             }
         };
         tokio::select! {
-            res = conn.as_mut() => {
+            res = std::future::poll_fn(|cx| {
+                let res = conn.as_mut().poll(cx);
+                drain.poll_drain(cx);
+                res
+            }) => {
                 if let Err(e) = res {
                     tracing::debug!("connection ended: {e}");
                 }

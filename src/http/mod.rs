@@ -7,12 +7,14 @@
 //! | [`content`] | one version's JSONL file (what `opreg render -o json` writes) and its index |
 //! | [`catalogd`] | the `/api/v1/all` and `/api/v1/metas` handlers with catalogd's semantics |
 //! | [`conn`] | the accept loop of both ports (this one and gRPC's): a task per connection, TLS, graceful shutdown, GOAWAY after a swap |
+//! | [`coalesce`] | a connection's writes gathered while its task runs and sent as one when it yields |
 //! | [`tls`] | `--tls-cert`/`--tls-key`: the rustls configuration, one-line errors naming the file |
 //!
 //! Answers are streamed from the file on disk; a request keeps the version it started on even
 //! when a reload swaps in a new one ([`HttpState::swap`]).
 
 pub mod catalogd;
+mod coalesce;
 pub mod conn;
 pub mod content;
 pub mod tls;

@@ -426,6 +426,25 @@ fn set_bundle_deprecation(conn: &Connection, package: &str, name: &str, msg: &st
     Ok(())
 }
 
+/// GetDefaultBundleThatProvides, decided for every API a channel head provides (the
+/// `default_provider` table, schema 6): of the channel heads whose bundle provides the API,
+/// the one in its package's default channel, first by package name; none (NULLs) when heads
+/// provide it but none in a default channel.
+const DEFAULT_PROVIDERS: &str = "
+    INSERT INTO default_provider (api_group, version, kind, package, channel, bundle)
+    SELECT api_group, version, kind, package, channel, bundle FROM (
+        SELECT a.api_group, a.version, a.kind,
+               CASE WHEN d THEN c.package END AS package,
+               CASE WHEN d THEN c.name END AS channel,
+               CASE WHEN d THEN c.head END AS bundle,
+               row_number() OVER (PARTITION BY a.api_group, a.version, a.kind
+                                  ORDER BY d DESC, c.package) AS n
+        FROM (SELECT c.package, c.name, c.head, c.name = p.default_channel AS d
+              FROM channel c JOIN package p ON p.name = c.package) c
+        JOIN bundle b ON b.package = c.package AND b.name = c.head
+        JOIN provided_api a ON a.bundle_id = b.id)
+    WHERE n = 1;";
+
 fn fill(
     conn: &Connection,
     cat: &Catalog,
@@ -550,6 +569,7 @@ fn fill(
         }
     }
     pending.write(tx, true)?;
+    tx.execute_batch(DEFAULT_PROVIDERS)?;
     let stored: i64 = tx.query_row("SELECT count(*) FROM bundle", [], |r| r.get(0))?;
     if stored as usize != cat.bundle_count() {
         bail!(

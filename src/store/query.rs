@@ -183,47 +183,31 @@ impl Store {
         Ok(v)
     }
 
-    /// GetDefaultBundleThatProvides: of the channel heads whose bundle provides the API, the
-    /// one in its package's default channel, first by package name, trimmed as GetBundle's
-    /// answer (one lookup of the providers, the package index, GetBundle's lookup).
+    /// GetDefaultBundleThatProvides: the answer decided at ingest (`default_provider`, see
+    /// `store::build`), trimmed as GetBundle's.
     pub fn default_provider(
         &self,
         group: &str,
         version: &str,
         kind: &str,
     ) -> Result<Result<EncodedBundle, NoDefaultProvider>> {
-        // The providing bundles' names (leading columns of rowid rows: no overflow is read);
-        // the heads and default channels come from the package index.
-        let providers: Vec<(String, String)> = self
+        type Head = (Option<String>, Option<String>, Option<String>);
+        let head: Option<Head> = self
             .conn()?
             .prepare_cached(
-                "SELECT b.package, b.name FROM provided_api a JOIN bundle b ON b.id = a.bundle_id
-                 WHERE a.api_group = ?1 AND a.version = ?2 AND a.kind = ?3",
+                "SELECT package, channel, bundle FROM default_provider
+                 WHERE api_group = ?1 AND version = ?2 AND kind = ?3",
             )?
-            .query_map([group, version, kind], |r| Ok((r.get(0)?, r.get(1)?)))?
-            .collect::<rusqlite::Result<_>>()?;
-        let ix = self.package_index()?;
-        let mut any_head = false;
-        let mut first: Option<(&str, &str, &str)> = None;
-        for (package, bundle) in &providers {
-            let Some(facts) = ix.package(package) else {
-                continue;
-            };
-            for ch in facts.channels().filter(|c| c.head() == bundle) {
-                any_head = true;
-                if ch.name() == facts.default_channel()
-                    && first.is_none_or(|f| package.as_str() < f.0)
-                {
-                    first = Some((package, ch.name(), bundle));
-                }
-            }
-        }
-        match first {
-            Some((p, ch, b)) => match self.get_entry_bundle(p, ch, b, true)? {
+            .query_row([group, version, kind], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })
+            .optional()?;
+        match head {
+            Some((Some(p), Some(ch), Some(b))) => match self.get_entry_bundle(&p, &ch, &b, true)? {
                 Ok(answer) => Ok(Ok(answer)),
                 Err(_) => anyhow::bail!("channel head {p}/{ch}/{b} has no channel entry"),
             },
-            None if any_head => Ok(Err(NoDefaultProvider::NotInDefaultChannel)),
+            Some(_) => Ok(Err(NoDefaultProvider::NotInDefaultChannel)),
             None => Ok(Err(NoDefaultProvider::NoHead)),
         }
     }
