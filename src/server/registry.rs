@@ -243,10 +243,7 @@ impl Registry for RegistryService {
             if let Err(m) = s.check_channel(&p, &c)? {
                 return Ok(Err(m));
             }
-            match s.replacers_in_channel(&p, &c, &n)?.into_iter().next() {
-                Some(b) => s.get_entry_bundle(&p, &c, &b, true),
-                None => Ok(Err(Missing::Bundle)),
-            }
+            s.replacement_in_channel(&p, &c, &n)
         })?;
         res.map(Response::new).map_err(|m| {
             not_found(match m {

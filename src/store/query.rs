@@ -9,6 +9,7 @@ use crate::api;
 use crate::wire::{encode_bundle, EncodedBundle, Manifests};
 use anyhow::Result;
 use rusqlite::{params, OptionalExtension};
+use std::sync::OnceLock;
 
 /// Which part of a (package, channel, bundle) address did not resolve.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,13 +89,51 @@ impl Store {
         name: &str,
         trimmed: bool,
     ) -> Result<Result<EncodedBundle, Missing>> {
+        static SQL: OnceLock<String> = OnceLock::new();
+        let sql = SQL.get_or_init(|| {
+            format!(
+                "{} WHERE e.package = ?1 AND e.channel = ?2 AND e.bundle = ?3",
+                bundle_select("1")
+            )
+        });
+        self.one_bundle(sql, [package, channel, name], trimmed)
+    }
+
+    /// GetBundleThatReplaces: of the entries of a channel that replace or skip `name`, the
+    /// one closest to the head (then by name), encoded and trimmed; found and read by one
+    /// statement. A missing entry is `Missing::Bundle`.
+    pub fn replacement_in_channel(
+        &self,
+        package: &str,
+        channel: &str,
+        name: &str,
+    ) -> Result<Result<EncodedBundle, Missing>> {
+        static SQL: OnceLock<String> = OnceLock::new();
+        let sql = SQL.get_or_init(|| {
+            format!(
+                "{} WHERE e.package = ?1 AND e.channel = ?2 AND e.bundle = (
+                     SELECT g.from_bundle FROM edge g
+                     JOIN channel_entry r ON r.package = g.package AND r.channel = g.channel
+                                         AND r.bundle = g.from_bundle
+                     WHERE g.package = ?1 AND g.channel = ?2 AND g.to_bundle = ?3
+                       AND g.kind IN ('replaces', 'skips')
+                     ORDER BY r.position, g.from_bundle LIMIT 1)",
+                bundle_select("1")
+            )
+        });
+        self.one_bundle(sql, [package, channel, name], true)
+    }
+
+    /// The first row of a [`bundle_select`] statement, encoded.
+    fn one_bundle(
+        &self,
+        sql: &str,
+        params: [&str; 3],
+        trimmed: bool,
+    ) -> Result<Result<EncodedBundle, Missing>> {
         let c = self.conn()?;
-        let sql = format!(
-            "{} WHERE e.package = ?1 AND e.channel = ?2 AND e.bundle = ?3",
-            bundle_select("1")
-        );
-        let mut st = c.prepare_cached(&sql)?;
-        let mut rows = st.query([package, channel, name])?;
+        let mut st = c.prepare_cached(sql)?;
+        let mut rows = st.query(params)?;
         match rows.next()? {
             Some(r) => Ok(Ok(encode_row(r, trimmed)?)),
             None => Ok(Err(Missing::Bundle)),
@@ -108,26 +147,6 @@ impl Store {
             .channel(package, channel)
             .ok()
             .map(|c| c.head().to_string()))
-    }
-
-    /// Entries of a channel that replace or skip `name`, closest to the head first.
-    pub fn replacers_in_channel(
-        &self,
-        package: &str,
-        channel: &str,
-        name: &str,
-    ) -> Result<Vec<String>> {
-        let c = self.conn()?;
-        let mut st = c.prepare_cached(
-            "SELECT g.from_bundle FROM edge g
-             JOIN channel_entry e ON e.package = g.package AND e.channel = g.channel AND e.bundle = g.from_bundle
-             WHERE g.package = ?1 AND g.channel = ?2 AND g.to_bundle = ?3 AND g.kind IN ('replaces', 'skips')
-             GROUP BY g.from_bundle ORDER BY MIN(e.position), g.from_bundle",
-        )?;
-        let v = st
-            .query_map([package, channel, name], |r| r.get(0))?
-            .collect::<Result<_, _>>()?;
-        Ok(v)
     }
 
     /// Every entry in any package that replaces or skips `name`, with the entry's own replaces.
