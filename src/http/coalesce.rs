@@ -57,7 +57,8 @@ pub fn coalesce<T>(io: T) -> (Coalesced<T>, Drain<T>) {
 }
 
 impl<T: AsyncWrite + Unpin> Shared<T> {
-    /// Writes the buffer out; `Pending` (the socket is full) leaves the rest for later.
+    /// Writes the buffer out and flushes the layer below; `Pending` (the socket is full)
+    /// leaves the rest for later.
     fn poll_drain(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         if let Some(e) = self.failed.take() {
             return Poll::Ready(Err(e));
@@ -75,7 +76,8 @@ impl<T: AsyncWrite + Unpin> Shared<T> {
         if self.buf.capacity() > KEEP {
             self.buf = Vec::new();
         }
-        Poll::Ready(Ok(()))
+        // What the layer below buffers itself (TLS records) goes out too.
+        Pin::new(&mut self.io).poll_flush(cx)
     }
 
     fn poll_write_vectored(
