@@ -703,3 +703,47 @@ fn synthesized_csvs_served_from_the_store_equal_the_model_wire_form() {
     });
     assert!(checked > 100, "only {checked} bundles had a csvJson");
 }
+
+/// GetBundleThatReplaces, when several entries of the channel replace or skip the bundle:
+/// the one closest to the channel head, whether it replaces or skips it (one statement finds
+/// and reads it, `store::replacement_in_channel`); an entry of another channel is not taken.
+#[test]
+fn the_replacement_closest_to_the_head_is_answered() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bundle = |name: &str, version: &str| {
+        format!(
+            "---\nschema: olm.bundle\nname: {name}\npackage: p\nimage: example.com/{name}:latest\nproperties:\n  - type: olm.package\n    value: {{packageName: p, version: {version}}}\n"
+        )
+    };
+    // stable: p.v4 (head) skips p.v1; p.v3 replaces p.v2 and skips p.v1; p.v2 replaces p.v1.
+    // fast: p.v5 replaces p.v1.
+    let text = format!(
+        "---\nschema: olm.package\nname: p\ndefaultChannel: stable\n\
+         ---\nschema: olm.channel\npackage: p\nname: stable\nentries:\n  - name: p.v1\n  - name: p.v2\n    replaces: p.v1\n  - name: p.v3\n    replaces: p.v2\n    skips: [p.v1]\n  - name: p.v4\n    replaces: p.v3\n    skips: [p.v1]\n\
+         ---\nschema: olm.channel\npackage: p\nname: fast\nentries:\n  - name: p.v1\n  - name: p.v5\n    replaces: p.v1\n{}{}{}{}{}",
+        bundle("p.v1", "1.0.0"),
+        bundle("p.v2", "2.0.0"),
+        bundle("p.v3", "3.0.0"),
+        bundle("p.v4", "4.0.0"),
+        bundle("p.v5", "5.0.0"),
+    );
+    std::fs::write(tmp.path().join("c.yaml"), text).unwrap();
+    let server = InProcess::start(tmp.path());
+    rt().block_on(async {
+        let mut c = server.registry().await;
+        for (name, channel, want) in [
+            ("p.v1", "stable", "p.v4"),
+            ("p.v2", "stable", "p.v3"),
+            ("p.v3", "stable", "p.v4"),
+            ("p.v1", "fast", "p.v5"),
+        ] {
+            let r = replacement(&mut c, name, "p", channel).await.unwrap();
+            assert_eq!(r.csv_name, want, "replacement of {name} in {channel}");
+            assert_eq!(r.channel_name, channel);
+        }
+        let err = replacement(&mut c, "p.v4", "p", "stable")
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), Code::NotFound);
+    });
+}
