@@ -1,9 +1,10 @@
 //! Write coalescing for one connection: what hyper writes to the socket during one poll of the
 //! connection's task goes out in one `write`, when that poll ends, as grpc-go's writer does.
 //!
-//! h2 writes every DATA frame with a `writev` of its own and flushes after each one, so a
-//! 57 KB bundle answer took five system calls, each one a trip through the kernel's TCP stack
-//! (on loopback, the client's receive path too). Here a flush asks for nothing at once: the
+//! h2 writes every DATA frame of more than 256 bytes with a `writev` of its own and flushes
+//! after each one: a bundle answer (57 KB on average on the community catalog, sent as its
+//! stored pieces) took 7.7 system calls, each a trip through the kernel's TCP stack (on
+//! loopback, the client's receive path too); with this writer, 1.2. Here a flush asks for nothing at once: the
 //! bytes wait in a buffer that [`Drain::poll_drain`] writes out after the connection's poll
 //! returns, together with whatever else that poll produced (frames of other streams, window
 //! updates). Nothing waits longer than that poll: the task that wrote them writes them before
