@@ -4,11 +4,11 @@
 //! h2 writes every DATA frame of more than 256 bytes with a `writev` of its own and flushes
 //! after each one: a bundle answer (57 KB on average on the community catalog, sent as its
 //! stored pieces) took 7.7 system calls, each a trip through the kernel's TCP stack (on
-//! loopback, the client's receive path too); with this writer, 1.2. Here a flush asks for nothing at once: the
-//! bytes wait in a buffer that [`Drain::poll_drain`] writes out after the connection's poll
-//! returns, together with whatever else that poll produced (frames of other streams, window
-//! updates). Nothing waits longer than that poll: the task that wrote them writes them before
-//! it sleeps.
+//! loopback, the client's receive path too); with this writer, 1.2. Here a flush asks for
+//! nothing at once: the bytes wait in a buffer that [`Drain::poll_drain`] writes out after the
+//! connection's poll returns, together with whatever else that poll produced (frames of other
+//! streams, window updates). Nothing waits longer than that poll: the task that wrote them
+//! writes them before it sleeps.
 //!
 //! Memory stays bounded: the buffer takes at most [`LIMIT`] bytes (about one bundle answer)
 //! before writing applies back-pressure, a write of [`DIRECT`] bytes or more goes straight to
@@ -86,6 +86,9 @@ impl<T: AsyncWrite + Unpin> Shared<T> {
         cx: &mut Context<'_>,
         bufs: &[IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
+        if let Some(e) = self.failed.take() {
+            return Poll::Ready(Err(e));
+        }
         let len: usize = bufs.iter().map(|b| b.len()).sum();
         if self.buf.len() + len > LIMIT || len >= DIRECT {
             ready!(self.poll_drain(cx))?;
@@ -197,6 +200,21 @@ mod tests {
         .await;
         let n = b.read(&mut got).await.unwrap();
         assert_eq!(&got[..n], b"one two");
+    }
+
+    /// A write error met while draining reaches the connection at its next write.
+    #[tokio::test]
+    async fn a_failed_drain_fails_the_next_write() {
+        let (a, b) = tokio::io::duplex(1024);
+        drop(b);
+        let (mut io, drain) = coalesce(a);
+        io.write_all(b"lost").await.unwrap();
+        std::future::poll_fn(|cx| {
+            drain.poll_drain(cx);
+            Poll::Ready(())
+        })
+        .await;
+        assert!(io.write_all(b"more").await.is_err());
     }
 
     /// A large write into an empty buffer goes straight through; the buffer never holds more
