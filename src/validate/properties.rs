@@ -441,6 +441,23 @@ fn type_name(ty: Ty) -> &'static str {
 pub fn go_base64_error(s: &str) -> Option<usize> {
     let b = s.as_bytes();
     let alphabet = |c: u8| c.is_ascii_alphanumeric() || c == b'+' || c == b'/';
+    // Nearly every value is whole quanta of alphabet characters, padded at the end and
+    // without line breaks: that decodes, and is tested 32 bytes at a time (the compiler
+    // turns the fold into vector compares). Anything else takes the exact walk below.
+    let body = b.strip_suffix(b"==").or(b.strip_suffix(b"=")).unwrap_or(b);
+    if b.len().is_multiple_of(4)
+        && body
+            .chunks(32)
+            .all(|c| c.iter().fold(true, |ok, &x| ok & alphabet(x)))
+    {
+        return None;
+    }
+    go_base64_walk(b)
+}
+
+/// [`go_base64_error`] the long way: Go's decoder, quantum by quantum.
+fn go_base64_walk(b: &[u8]) -> Option<usize> {
+    let alphabet = |c: u8| c.is_ascii_alphanumeric() || c == b'+' || c == b'/';
     let newline = |c: u8| c == b'\n' || c == b'\r';
     let mut i = 0;
     loop {
@@ -532,6 +549,16 @@ mod tests {
             ("not base64!", 3),
         ] {
             assert_eq!(go_base64_error(bad), Some(at), "{bad}");
+        }
+    }
+
+    proptest::proptest! {
+        /// The fast path never answers differently from the walk.
+        #[test]
+        fn go_base64_fast_path_agrees(
+            s in proptest::prop_oneof!["[A-Za-z0-9+/]{0,40}={0,3}", "[Aa0+/=\n*]{0,12}"]
+        ) {
+            proptest::prop_assert_eq!(go_base64_error(&s), go_base64_walk(s.as_bytes()));
         }
     }
 }

@@ -28,7 +28,6 @@ pub(super) fn read_streaming(
     }
     let mut buf: Vec<u8> = Vec::with_capacity(chunk + (chunk >> 2));
     let mut base = 0usize; // file offset of buf[0]
-    let mut checked = 0usize; // buf[..checked] is valid UTF-8
     let mut eof = false;
     let mut n = 0usize; // documents decoded
     let mut held: Vec<Value> = Vec::with_capacity(2);
@@ -50,8 +49,11 @@ pub(super) fn read_streaming(
                 break;
             }
         }
-        match std::str::from_utf8(&buf[checked..]) {
-            Ok(_) => checked = buf.len(),
+        // The whole buffer is checked on every pass (what is carried over is at most the
+        // document in progress) so that the JSON is parsed from a `&str`: serde_json then does
+        // not validate every string's UTF-8 again, as it does when parsing bytes.
+        let text = match std::str::from_utf8(&buf) {
+            Ok(t) => t,
             Err(e) => match e.error_len() {
                 Some(bad) => {
                     diags.push(
@@ -59,7 +61,7 @@ pub(super) fn read_streaming(
                             Rule::Parse,
                             format!(
                                 "file is not valid UTF-8: invalid utf-8 sequence of {bad} bytes from index {}",
-                                base + checked + e.valid_up_to()
+                                base + e.valid_up_to()
                             ),
                         )
                         .at(&Origin::file(file)),
@@ -72,21 +74,23 @@ pub(super) fn read_streaming(
                             Rule::Parse,
                             format!(
                                 "file is not valid UTF-8: incomplete utf-8 byte sequence from index {}",
-                                base + checked + e.valid_up_to()
+                                base + e.valid_up_to()
                             ),
                         )
                         .at(&Origin::file(file)),
                     );
                     return Ok(Some(false));
                 }
-                None => checked += e.valid_up_to(),
+                // A character split by the end of what was read: decode up to it.
+                None => std::str::from_utf8(&buf[..e.valid_up_to()]).unwrap_or_default(),
             },
-        }
+        };
+        let checked = text.len();
         if base == 0 && buf.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
             return Ok(None);
         }
         // Decode the complete documents of buf[..checked]; keep a trailing partial one.
-        let mut stream = serde_json::Deserializer::from_slice(&buf[..checked]).into_iter::<Value>();
+        let mut stream = serde_json::Deserializer::from_str(text).into_iter::<Value>();
         let mut consumed = 0;
         loop {
             match stream.next() {
@@ -136,7 +140,6 @@ pub(super) fn read_streaming(
         };
         buf.drain(..consumed);
         base += consumed;
-        checked -= consumed;
     }
     for (i, v) in held.into_iter().enumerate() {
         emit_meta(v, i + 1, file, &mut errs, f);
