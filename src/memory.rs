@@ -8,7 +8,7 @@
 //! by the next instead of being returned to the OS and faulted in again (with no delay that
 //! churn cost about a third of a bundle RPC's CPU). Memory is then given back when the server
 //! is idle ([`Trimmer`]): idle pooled SQLite connections (and their page caches) are closed,
-//! and mimalloc purges every freed page at once.
+//! mimalloc purges every freed page at once, and the resident pages of code are let go of.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -127,6 +127,75 @@ pub fn give_back() {
         #[cfg(all(target_os = "linux", target_env = "gnu"))]
         libc::malloc_trim(0);
     }
+    #[cfg(target_os = "linux")]
+    unmap_idle_code();
+}
+
+/// Lets go of the resident pages of code and read-only data mapped from the binary and its
+/// libraries. What start-up, the integrity check and a load ran stays resident otherwise
+/// (about 10 MB of the server's RSS, measured: 7.7 MB of the binary's text and 1.9 MB of its
+/// read-only data at the peak of the stress load), though a serving process runs a fraction
+/// of it. The pages stay in the page cache; what runs next faults back in, for about a
+/// microsecond a page.
+///
+/// Only segments loaded without write permission are touched, so no page holds anything but
+/// the file's contents: for a private file mapping, `MADV_DONTNEED` means the next access
+/// reads the file again.
+#[cfg(target_os = "linux")]
+fn unmap_idle_code() {
+    use std::ffi::{c_int, c_void, CStr};
+    unsafe extern "C" fn each(
+        info: *mut libc::dl_phdr_info,
+        _size: libc::size_t,
+        _data: *mut c_void,
+    ) -> c_int {
+        // SAFETY: the loader passes a valid entry for the duration of the callback.
+        let info = unsafe { &*info };
+        let named = |n: &str| {
+            // SAFETY: a non-null dlpi_name is a NUL-terminated string owned by the loader.
+            !info.dlpi_name.is_null()
+                && unsafe { CStr::from_ptr(info.dlpi_name) }
+                    .to_bytes()
+                    .windows(n.len())
+                    .any(|w| w == n.as_bytes())
+        };
+        // The kernel's vDSO is no file's mapping.
+        if info.dlpi_phdr.is_null() || named("vdso") {
+            return 0;
+        }
+        // SAFETY: dlpi_phdr points at dlpi_phnum program headers.
+        let headers = unsafe { std::slice::from_raw_parts(info.dlpi_phdr, info.dlpi_phnum.into()) };
+        // SAFETY: sysconf has no preconditions.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as usize;
+        let range = |h: &libc::Elf64_Phdr| {
+            let start = info.dlpi_addr as usize + h.p_vaddr as usize;
+            (start, start + h.p_memsz as usize)
+        };
+        let relro: Vec<(usize, usize)> = headers
+            .iter()
+            .filter(|h| h.p_type == libc::PT_GNU_RELRO)
+            .map(range)
+            .collect();
+        for h in headers {
+            if h.p_type != libc::PT_LOAD || h.p_flags & libc::PF_W != 0 {
+                continue;
+            }
+            let (start, end) = range(h);
+            // Relocated data made read-only holds written pages: never touch it.
+            if relro.iter().any(|&(s, e)| s < end && start < e) {
+                continue;
+            }
+            let (from, to) = (start.div_ceil(page) * page, end / page * page);
+            if from < to {
+                // SAFETY: the range lies in a read-only segment of a loaded object; its pages
+                // hold the file's bytes, which the next access maps again.
+                unsafe { libc::madvise(from as *mut c_void, to - from, libc::MADV_DONTNEED) };
+            }
+        }
+        0
+    }
+    // SAFETY: the callback only reads the entries it is given.
+    unsafe { libc::dl_iterate_phdr(Some(each), std::ptr::null_mut()) };
 }
 
 /// Bumped by every trim; each runtime worker thread collects its own allocator pages once

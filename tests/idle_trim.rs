@@ -1,7 +1,9 @@
 //! A server that goes idle gives its memory back (src/memory.rs): the real binary serves the
 //! community catalog, four clients stream ListBundles at once, and after the calls end the
-//! server logs its trim and its anonymous memory falls well below what the burst used; calls
-//! after the trim (on reopened store connections) answer as before.
+//! server logs its trim and its anonymous memory falls well below what the burst used, and so
+//! do its resident pages of the binary's code (let go of, to fault back in when run); calls
+//! after the trim (on reopened store connections, through code paged in again) answer as
+//! before.
 #![allow(deprecated)] // GetBundleForChannel is deprecated in the proto, and still used by OLM.
 
 mod common;
@@ -12,6 +14,10 @@ use tokio_stream::StreamExt;
 
 fn rss_anon_kb(pid: u32) -> u64 {
     proc_status_kib(pid, "RssAnon")
+}
+
+fn rss_file_kb(pid: u32) -> u64 {
+    proc_status_kib(pid, "RssFile")
 }
 
 async fn etcd_head(server: &Server) -> api::Bundle {
@@ -53,14 +59,17 @@ fn an_idle_server_gives_back_the_memory_of_a_burst() {
     let before = trims(&server.log());
 
     let burst_peak = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
-    let (peak, stop) = (
+    let file_peak = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let (peak, fpeak, stop) = (
         burst_peak.clone(),
+        file_peak.clone(),
         std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
     );
     let stop_sampling = stop.clone();
     let sampler = std::thread::spawn(move || {
         while !stop_sampling.load(std::sync::atomic::Ordering::Relaxed) {
             peak.fetch_max(rss_anon_kb(pid), std::sync::atomic::Ordering::Relaxed);
+            fpeak.fetch_max(rss_file_kb(pid), std::sync::atomic::Ordering::Relaxed);
             std::thread::sleep(Duration::from_millis(5));
         }
     });
@@ -95,6 +104,7 @@ fn an_idle_server_gives_back_the_memory_of_a_burst() {
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     sampler.join().unwrap();
     let burst = burst_peak.load(std::sync::atomic::Ordering::Relaxed);
+    let burst_file = file_peak.load(std::sync::atomic::Ordering::Relaxed);
 
     // Both rounds of the idle period after the burst.
     wait_for(&server, before + 2);
@@ -102,6 +112,11 @@ fn an_idle_server_gives_back_the_memory_of_a_burst() {
     assert!(
         after * 2 < burst,
         "anonymous memory after the trim {after} kB, during the burst {burst} kB"
+    );
+    let after_file = rss_file_kb(pid);
+    assert!(
+        after_file * 2 < burst_file,
+        "file-backed memory (the binary's code) after the trim {after_file} kB, during the burst {burst_file} kB"
     );
     let again = rt().block_on(etcd_head(&server));
     assert_eq!(again, first);
