@@ -210,6 +210,20 @@ impl Store {
         version: &str,
         kind: &str,
     ) -> Result<Result<EncodedBundle, NoDefaultProvider>> {
+        // The answer, found and read by one statement; only when there is none is the
+        // table asked again, for which error it is.
+        static SQL: OnceLock<String> = OnceLock::new();
+        let sql = SQL.get_or_init(|| {
+            format!(
+                "{} WHERE (e.package, e.channel, e.bundle) = (
+                     SELECT package, channel, bundle FROM default_provider
+                     WHERE api_group = ?1 AND version = ?2 AND kind = ?3)",
+                bundle_select("1")
+            )
+        });
+        if let Ok(answer) = self.one_bundle(sql, [group, version, kind], true)? {
+            return Ok(Ok(answer));
+        }
         type Head = (Option<String>, Option<String>, Option<String>);
         let head: Option<Head> = self
             .conn()?
@@ -222,10 +236,9 @@ impl Store {
             })
             .optional()?;
         match head {
-            Some((Some(p), Some(ch), Some(b))) => match self.get_entry_bundle(&p, &ch, &b, true)? {
-                Ok(answer) => Ok(Ok(answer)),
-                Err(_) => anyhow::bail!("channel head {p}/{ch}/{b} has no channel entry"),
-            },
+            Some((Some(p), Some(ch), Some(b))) => {
+                anyhow::bail!("channel head {p}/{ch}/{b} has no channel entry")
+            }
             Some(_) => Ok(Err(NoDefaultProvider::NotInDefaultChannel)),
             None => Ok(Err(NoDefaultProvider::NoHead)),
         }
