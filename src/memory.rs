@@ -198,6 +198,15 @@ fn unmap_idle_code() {
     unsafe { libc::dl_iterate_phdr(Some(each), std::ptr::null_mut()) };
 }
 
+/// Gives back now the freed memory the calling thread's allocator heap holds, which only that
+/// thread can collect. For a blocking-pool thread at the end of a one-off job (the server's
+/// integrity check): it may live on idle for [`Trimmer::BLOCKING_KEEP_ALIVE`] before its heap
+/// goes back with it.
+pub fn collect_this_thread() {
+    // SAFETY: releases memory this thread's heap holds as free.
+    unsafe { libmimalloc_sys::mi_collect(true) };
+}
+
 /// Bumped by every trim; each runtime worker thread collects its own allocator pages once
 /// per bump ([`on_worker_park`]), since a thread can only collect its own.
 static TRIM_EPOCH: AtomicU64 = AtomicU64::new(0);

@@ -164,7 +164,14 @@ pub async fn serve(
                 // The loader checked what is cheap (header, size, format, version); the full
                 // page check reads the whole file, so it runs after SERVING. A damaged
                 // database still stops the server, with the same message, a moment later.
-                match tokio::task::spawn_blocking(move || store.verify()).await {
+                let check = move || {
+                    let checked = store.verify();
+                    // The check read the whole file; what its thread freed is given back
+                    // now, not when the idle thread exits.
+                    crate::memory::collect_this_thread();
+                    checked
+                };
+                match tokio::task::spawn_blocking(check).await {
                     Ok(Ok(())) => tracing::info!(
                         elapsed_ms = started.elapsed().as_millis() as u64,
                         "integrity check passed"
