@@ -127,7 +127,7 @@ pub fn give_back() {
         #[cfg(all(target_os = "linux", target_env = "gnu"))]
         libc::malloc_trim(0);
     }
-    #[cfg(target_os = "linux")]
+    #[cfg(all(target_os = "linux", target_pointer_width = "64"))]
     unmap_idle_code();
 }
 
@@ -135,13 +135,12 @@ pub fn give_back() {
 /// libraries. What start-up, the integrity check and a load ran stays resident otherwise
 /// (about 10 MB of the server's RSS, measured: 7.7 MB of the binary's text and 1.9 MB of its
 /// read-only data at the peak of the stress load), though a serving process runs a fraction
-/// of it. The pages stay in the page cache; what runs next faults back in, for about a
-/// microsecond a page.
+/// of it. The pages stay in the page cache; what runs next faults back in from there.
 ///
 /// Only segments loaded without write permission are touched, so no page holds anything but
 /// the file's contents: for a private file mapping, `MADV_DONTNEED` means the next access
-/// reads the file again.
-#[cfg(target_os = "linux")]
+/// reads the file again. (64-bit Linux: the program headers are read as `Elf64_Phdr`.)
+#[cfg(all(target_os = "linux", target_pointer_width = "64"))]
 fn unmap_idle_code() {
     use std::ffi::{c_int, c_void, CStr};
     unsafe extern "C" fn each(
@@ -151,16 +150,13 @@ fn unmap_idle_code() {
     ) -> c_int {
         // SAFETY: the loader passes a valid entry for the duration of the callback.
         let info = unsafe { &*info };
-        let named = |n: &str| {
-            // SAFETY: a non-null dlpi_name is a NUL-terminated string owned by the loader.
-            !info.dlpi_name.is_null()
-                && unsafe { CStr::from_ptr(info.dlpi_name) }
-                    .to_bytes()
-                    .windows(n.len())
-                    .any(|w| w == n.as_bytes())
-        };
-        // The kernel's vDSO is no file's mapping.
-        if info.dlpi_phdr.is_null() || named("vdso") {
+        // The kernel's vDSO (`linux-vdso.so.1`) is no file's mapping.
+        // SAFETY: a non-null dlpi_name is a NUL-terminated string owned by the loader.
+        let vdso = !info.dlpi_name.is_null()
+            && unsafe { CStr::from_ptr(info.dlpi_name) }
+                .to_bytes()
+                .starts_with(b"linux-vdso");
+        if info.dlpi_phdr.is_null() || vdso {
             return 0;
         }
         // SAFETY: dlpi_phdr points at dlpi_phnum program headers.

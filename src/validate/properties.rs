@@ -440,7 +440,6 @@ fn type_name(ty: Ty) -> &'static str {
 /// ignored) stops on `s`: the byte offset it reports, or `None` when `s` decodes.
 pub fn go_base64_error(s: &str) -> Option<usize> {
     let b = s.as_bytes();
-    let alphabet = |c: u8| c.is_ascii_alphanumeric() || c == b'+' || c == b'/';
     // Nearly every value is whole quanta of alphabet characters, padded at the end and
     // without line breaks: that decodes, and is tested 32 bytes at a time (the compiler
     // turns the fold into vector compares). Anything else takes the exact walk below.
@@ -448,16 +447,21 @@ pub fn go_base64_error(s: &str) -> Option<usize> {
     if b.len().is_multiple_of(4)
         && body
             .chunks(32)
-            .all(|c| c.iter().fold(true, |ok, &x| ok & alphabet(x)))
+            .all(|c| c.iter().fold(true, |ok, &x| ok & base64_alphabet(x)))
     {
         return None;
     }
     go_base64_walk(b)
 }
 
+/// A character of standard base64's alphabet (padding aside).
+fn base64_alphabet(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || c == b'+' || c == b'/'
+}
+
 /// [`go_base64_error`] the long way: Go's decoder, quantum by quantum.
 fn go_base64_walk(b: &[u8]) -> Option<usize> {
-    let alphabet = |c: u8| c.is_ascii_alphanumeric() || c == b'+' || c == b'/';
+    let alphabet = base64_alphabet;
     let newline = |c: u8| c == b'\n' || c == b'\r';
     let mut i = 0;
     loop {
