@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Regenerates scripts/hot-functions.txt: every function of the opreg binary that `opreg serve`
-# runs under the benchmark's load, the most executed first. build.rs hands the list to the
-# linker (lld's --symbol-ordering-file), which lays those functions out together at the start
-# of the text, so a loaded server maps a few MB of code instead of most of its 10 MB (each page
-# fault maps the 64 KB around it; see BENCHMARKS.md, memory under load).
+# runs under the benchmark's load, the most executed first, after the few an idle server runs
+# (its memory trims, its parked threads). build.rs hands the list to the linker (lld's
+# --symbol-ordering-file), which lays those functions out together at the start of the text,
+# so a loaded server maps a few MB of code instead of most of its 10 MB (each page fault maps
+# the 64 KB around it; see BENCHMARKS.md, memory under load), and an idle one, which lets go
+# of its code, maps back only the first pages.
 #
 #   scripts/hot-functions.sh [CATALOG]   default: ../shared/testdata/corpus/community-operators.fbc.json
 #
@@ -48,15 +50,43 @@ for pid in $(cat "$work/pids"); do
   while kill -0 "$pid" 2>/dev/null; do sleep 0.2; done
 done
 
-python3 - "$bin" "$work"/cg.* >scripts/hot-functions.txt <<'EOF'
-"""Sums callgrind's self cost (instructions) per function of one binary over several
-profiles; prints the functions' symbol names, the most executed first."""
+# The idle server: the embedded demo catalog, counted from its integrity check on, for 5 s
+# (both of its trims, at 0.25 s and 3 s without a call), then dumped before it is stopped.
+echo "hot-functions.sh: an idle server under callgrind (20 seconds)" >&2
+mkdir "$work/idle"
+setsid valgrind --tool=callgrind --demangle=no --instr-atstart=no --log-file="$work/idle/vg.log" \
+  --callgrind-out-file="$work/idle/cg" "$bin" serve -p 0 -t /dev/null </dev/null 2>"$work/idle/log" &
+idle=$!
+for _ in $(seq 1 600); do
+  grep -q "integrity check passed" "$work/idle/log" && break
+  sleep 0.1
+done
+callgrind_control -i on "$idle" >/dev/null 2>&1
+sleep 5
+callgrind_control -d "$idle" >/dev/null 2>&1
+kill -INT "$idle"
+wait "$idle" || true
+
+python3 - "$bin" "$work"/idle/cg.1 -- "$work"/cg.* >scripts/hot-functions.txt <<'EOF'
+"""Sums callgrind's self cost (instructions) per function of one binary over each group of
+profiles (the idle server's, then the loaded ones', split by --); prints the functions'
+symbol names, each group the most executed first, every name once."""
 import collections, re, sys
 
-binary, profiles = sys.argv[1], sys.argv[2:]
-cost = collections.Counter()
+binary, rest = sys.argv[1], sys.argv[2:]
+split = rest.index("--")
+groups = [rest[:split], rest[split + 1:]]
 spec = re.compile(r"^(c?ob|c?fn|c?fl|fi|fe)=(?:\((\d+)\))?\s*(.*)$")
-for path in profiles:
+
+
+def costs(profiles):
+    cost = collections.Counter()
+    for path in profiles:
+        add(path, cost)
+    return cost
+
+
+def add(path, cost):
     names = {"ob": {}, "fn": {}, "fl": {}}
     obj = fn = fn_obj = None
     after_call = False
@@ -85,8 +115,13 @@ for path in profiles:
             if len(parts) > 1 and fn and fn_obj == binary:
                 # callgrind marks recursion depth with 'N; the symbol is the same
                 cost[re.sub(r"'\d+$", "", fn)] += int(parts[1])
-for name, n in cost.most_common():
-    if n > 0:
-        print(name)
+
+
+printed = set()
+for group in groups:
+    for name, n in costs(group).most_common():
+        if n > 0 and name not in printed:
+            printed.add(name)
+            print(name)
 EOF
 echo "hot-functions.sh: $(wc -l <scripts/hot-functions.txt) functions in scripts/hot-functions.txt" >&2

@@ -11,11 +11,14 @@
 //! string sits in one text buffer and the records hold offsets into it, so the index costs
 //! its text plus about 36 bytes per package and 28 per channel. A map of owned strings cost
 //! far more: serving the 64× synthetic catalog (4,096 packages, 8,347 channels), the server
-//! held 1.9–2.3 MB more anonymous memory at idle than with this index.
+//! held 1.9–2.3 MB more anonymous memory at idle than with this index. Strings that recur
+//! (channel names, default channels, heads shared by a package's channels, deprecation
+//! messages) are in the text once: on that catalog, 300 KB of text instead of 467 KB.
 
 use super::query::Missing;
 use crate::api;
 use anyhow::{Context, Result};
+use std::collections::HashMap;
 use std::ops::Range;
 
 /// A string of [`PackageIndex::text`]: start and length.
@@ -57,24 +60,38 @@ pub struct ChannelRef<'a> {
     facts: &'a ChannelFacts,
 }
 
-/// The text buffer while the index is read.
-struct Text(String);
+/// The text buffer while the index is read, and where each recurring string already is.
+#[derive(Default)]
+struct Text {
+    buf: String,
+    shared: HashMap<Box<str>, Span>,
+}
 
 impl Text {
     fn push(&mut self, s: &str) -> Result<Span> {
-        let start = self.0.len();
+        let start = self.buf.len();
         // Where the span ends fits in a u32, so its start and length do too.
         if u32::try_from(start + s.len()).is_err() {
             anyhow::bail!("the package index is over 4 GiB");
         }
-        self.0.push_str(s);
+        self.buf.push_str(s);
         Ok(Span(start as u32, s.len() as u32))
+    }
+
+    /// [`Text::push`] for a string that may recur: stored the first time, found after that.
+    fn push_shared(&mut self, s: &str) -> Result<Span> {
+        if let Some(&span) = self.shared.get(s) {
+            return Ok(span);
+        }
+        let span = self.push(s)?;
+        self.shared.insert(s.into(), span);
+        Ok(span)
     }
 }
 
 impl PackageIndex {
     pub(super) fn load(c: &rusqlite::Connection) -> Result<PackageIndex> {
-        let mut text = Text(String::new());
+        let mut text = Text::default();
         let mut packages = Vec::new();
         // A scan reads only the leading columns, which sit on the rows' first pages.
         let mut st = c.prepare("SELECT name, default_channel FROM package ORDER BY name")?;
@@ -82,7 +99,7 @@ impl PackageIndex {
         while let Some(r) = rows.next()? {
             packages.push(PackageFacts {
                 name: text.push(r.get_ref(0)?.as_str()?)?,
-                default_channel: text.push(r.get_ref(1)?.as_str()?)?,
+                default_channel: text.push_shared(r.get_ref(1)?.as_str()?)?,
                 deprecation: None,
                 channels: 0..0,
             });
@@ -95,9 +112,9 @@ impl PackageIndex {
         )?;
         let mut rows = st.query([])?;
         while let Some(r) = rows.next()? {
-            if let Some(i) = position(&text.0, &packages, r.get_ref(0)?.as_str()?) {
+            if let Some(i) = position(&text.buf, &packages, r.get_ref(0)?.as_str()?) {
                 if packages[i].deprecation.is_none() {
-                    packages[i].deprecation = Some(text.push(r.get_ref(1)?.as_str()?)?);
+                    packages[i].deprecation = Some(text.push_shared(r.get_ref(1)?.as_str()?)?);
                 }
             }
         }
@@ -108,7 +125,7 @@ impl PackageIndex {
         )?;
         let mut rows = st.query([])?;
         while let Some(r) = rows.next()? {
-            let Some(i) = position(&text.0, &packages, r.get_ref(0)?.as_str()?) else {
+            let Some(i) = position(&text.buf, &packages, r.get_ref(0)?.as_str()?) else {
                 continue;
             };
             let at = u32::try_from(channels.len()).context("too many channels")?;
@@ -118,16 +135,16 @@ impl PackageIndex {
             }
             p.channels.end = at + 1;
             channels.push(ChannelFacts {
-                name: text.push(r.get_ref(1)?.as_str()?)?,
-                head: text.push(r.get_ref(2)?.as_str()?)?,
+                name: text.push_shared(r.get_ref(1)?.as_str()?)?,
+                head: text.push_shared(r.get_ref(2)?.as_str()?)?,
                 deprecation: match r.get_ref(3)?.as_str_or_null()? {
-                    Some(m) => Some(text.push(m)?),
+                    Some(m) => Some(text.push_shared(m)?),
                     None => None,
                 },
             });
         }
         Ok(PackageIndex {
-            text: text.0.into_boxed_str(),
+            text: text.buf.into_boxed_str(),
             packages: packages.into_boxed_slice(),
             channels: channels.into_boxed_slice(),
         })
@@ -222,4 +239,39 @@ fn deprecation(ix: &PackageIndex, s: Option<Span>) -> Option<api::Deprecation> {
     s.map(|s| api::Deprecation {
         message: ix.str(s).to_string(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two packages whose channels share names and heads: each recurring string is in the
+    /// text once, and every lookup still finds its own.
+    #[test]
+    fn recurring_strings_are_kept_once() {
+        let c = rusqlite::Connection::open_in_memory().unwrap();
+        c.execute_batch(
+            "CREATE TABLE package (name TEXT, default_channel TEXT);
+             CREATE TABLE deprecation_entry (package TEXT, schema TEXT, name TEXT, seq INT, message TEXT);
+             CREATE TABLE channel (package TEXT, name TEXT, head TEXT, deprecation TEXT);
+             INSERT INTO package VALUES ('a', 'stable'), ('b', 'stable');
+             INSERT INTO channel VALUES ('a', 'stable', 'a.v2', 'gone'), ('a', 'fast', 'a.v2', NULL),
+                                        ('b', 'stable', 'b.v1', 'gone'), ('b', 'fast', 'b.v3', NULL);",
+        )
+        .unwrap();
+        let ix = PackageIndex::load(&c).unwrap();
+        // a, b, stable, a.v2, gone, fast, b.v1, b.v3: each once.
+        assert_eq!(ix.text.len(), "abstablea.v2gonefastb.v1b.v3".len());
+        let head = |p, ch| ix.channel(p, ch).ok().map(|c| c.head());
+        assert_eq!(head("a", "stable"), Some("a.v2"));
+        assert_eq!(head("a", "fast"), Some("a.v2"));
+        assert_eq!(head("b", "stable"), Some("b.v1"));
+        assert_eq!(head("b", "fast"), Some("b.v3"));
+        let b = ix.package("b").unwrap().to_api();
+        assert_eq!(b.default_channel_name, "stable");
+        let names: Vec<_> = b.channels.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["fast", "stable"]);
+        assert_eq!(b.channels[1].deprecation.as_ref().unwrap().message, "gone");
+        assert!(b.channels[0].deprecation.is_none());
+    }
 }
