@@ -34,7 +34,7 @@ fn record_commit() {
 /// Lays the functions that a loaded server runs out together at the start of the binary's
 /// text: `scripts/hot-functions.txt` (written by `scripts/hot-functions.sh`) goes to the linker
 /// as lld's `--symbol-ordering-file`, on x86_64 Linux, where rustc links with lld. Under the
-/// stress load the server then maps about 2 MB of code where it mapped 6.5 MB, since each
+/// stress load the server then keeps 2.8 MB of code resident where it kept 6.5 MB, since each
 /// page fault maps the 64 KB around it and the hot functions were spread over the text.
 /// `OPREG_NO_SYMBOL_ORDER=1` leaves the layout to the linker (for another linker).
 fn order_hot_functions() -> Result<(), Box<dyn std::error::Error>> {
