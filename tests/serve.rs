@@ -705,8 +705,8 @@ fn synthesized_csvs_served_from_the_store_equal_the_model_wire_form() {
 }
 
 /// GetBundleThatReplaces, when several entries of the channel replace or skip the bundle:
-/// the one closest to the channel head, whether it replaces or skips it (one statement finds
-/// and reads it, `store::replacement_in_channel`); an entry of another channel is not taken.
+/// the one closest to the channel head, whether it replaces or skips it (decided at ingest,
+/// `graph::replacements`); an entry of another channel is not taken.
 #[test]
 fn the_replacement_closest_to_the_head_is_answered() {
     let tmp = tempfile::tempdir().unwrap();

@@ -305,12 +305,14 @@ pub fn measure(
                 floor: best(f1, f2),
             };
             eprintln!(
-                "harness: {} ×{callers}: opreg {:.0}/s {:.0} µs CPU/call, floor {:.0}/s {:.0} µs",
+                "harness: {} ×{callers}: opreg {:.0}/s {:.0} µs CPU/call (client {:.0}), floor {:.0}/s {:.0} µs (client {:.0})",
                 rpc.label(),
                 row.opreg.rps,
                 row.opreg.server_cpu_us,
+                row.opreg.client_cpu_us,
                 row.floor.rps,
-                row.floor.server_cpu_us
+                row.floor.server_cpu_us,
+                row.floor.client_cpu_us
             );
             rows.push(row);
         }

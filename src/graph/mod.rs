@@ -139,6 +139,23 @@ pub fn channel_edges(versions: &Versions, ch: &Channel) -> Vec<Edge> {
     out
 }
 
+/// GetBundleThatReplaces' answer for each name a channel's entries replace or list in `skips`
+/// (a `skipRange` does not count): of those entries, the one closest to the head, then by
+/// name. `edges` are the channel's [`channel_edges`] and `order` its [`channel_order`]; the
+/// map goes from the replaced name to the replacing entry.
+pub fn replacements<'a>(edges: &'a [Edge], order: &[&str]) -> BTreeMap<&'a str, &'a str> {
+    let position: HashMap<&str, usize> = order.iter().enumerate().map(|(i, n)| (*n, i)).collect();
+    let rank = |n: &'a str| (position.get(n).copied().unwrap_or(usize::MAX), n);
+    let mut out: BTreeMap<&'a str, &'a str> = BTreeMap::new();
+    for e in edges.iter().filter(|e| e.kind != EdgeKind::SkipRange) {
+        let by = out.entry(&e.to).or_insert(&e.from);
+        if rank(&e.from) < rank(by) {
+            *by = &e.from;
+        }
+    }
+    out
+}
+
 /// The head of a channel: the one entry that nothing replaces or skips.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Head<'a> {
@@ -406,5 +423,27 @@ mod tests {
             Some(vec!["b".to_string(), "c".to_string(), "b".to_string()])
         );
         assert_eq!(w.stranded, vec!["x".to_string()]);
+    }
+
+    #[test]
+    fn replacement_is_the_replacing_entry_closest_to_the_head() {
+        // a replaces b, b replaces c; both skip x; a's range covers "old".
+        let ch = Channel {
+            name: "c".into(),
+            entries: vec![
+                entry("c", "", &[], ""),
+                entry("b", "c", &["x"], ""),
+                entry("a", "b", &["x"], "< 1.0.0"),
+            ],
+            ..Default::default()
+        };
+        let mut v = Versions::default();
+        v.0.insert("old".into(), Version::parse("0.5.0").unwrap());
+        let edges = channel_edges(&v, &ch);
+        assert!(edges.iter().any(|e| e.to == "old"));
+        let order = channel_order(&ch);
+        let got: Vec<(&str, &str)> = replacements(&edges, &order).into_iter().collect();
+        // x: a is closer to the head than b; "old" only by skipRange, which does not count.
+        assert_eq!(got, vec![("b", "a"), ("c", "b"), ("x", "a")]);
     }
 }

@@ -2,6 +2,7 @@
 //! the catalog is still being read), synced and renamed into place; temp files of killed
 //! ingests are cleaned up.
 
+use super::answers;
 use super::batch::{insert_rows, BundleRows};
 use super::{FORMAT_KEY, FORMAT_VALUE, MIGRATIONS_DIR};
 use crate::api;
@@ -426,30 +427,6 @@ fn set_bundle_deprecation(conn: &Connection, package: &str, name: &str, msg: &st
     Ok(())
 }
 
-/// GetDefaultBundleThatProvides, decided for every API a channel head provides (the
-/// `default_provider` table, schema 6): of the channel heads whose bundle provides the API,
-/// the one in its package's default channel, first by package name; none (NULLs) when heads
-/// provide it but none in a default channel. The heads are found first, one per channel
-/// (`CROSS JOIN` keeps that order: the tables have no statistics yet, and SQLite otherwise
-/// went through every bundle, 0.12 s), and `provided_api` is scanned once against them:
-/// driven from `provided_api` instead, the statement looked up a bundle, a package and its
-/// channels for each of the community catalog's 33,950 provided APIs (0.6 s).
-const DEFAULT_PROVIDERS: &str = "
-    WITH head AS MATERIALIZED (
-        SELECT b.id, c.package, c.name AS channel, c.head, c.name = p.default_channel AS d
-        FROM channel c CROSS JOIN package p ON p.name = c.package
-        CROSS JOIN bundle b ON b.package = c.package AND b.name = c.head)
-    INSERT INTO default_provider (api_group, version, kind, package, channel, bundle)
-    SELECT api_group, version, kind, package, channel, bundle FROM (
-        SELECT a.api_group, a.version, a.kind,
-               CASE WHEN h.d THEN h.package END AS package,
-               CASE WHEN h.d THEN h.channel END AS channel,
-               CASE WHEN h.d THEN h.head END AS bundle,
-               row_number() OVER (PARTITION BY a.api_group, a.version, a.kind
-                                  ORDER BY h.d DESC, h.package) AS n
-        FROM provided_api a CROSS JOIN head h ON h.id = a.bundle_id)
-    WHERE n = 1;";
-
 fn fill(
     conn: &Connection,
     cat: &Catalog,
@@ -546,6 +523,8 @@ fn fill(
                     "INSERT OR IGNORE INTO edge (package, channel, from_bundle, to_bundle, kind, synthetic)",
                     &rows,
                 )?;
+                let replaced = graph::replacements(&edges, &order);
+                answers::write_replacements(tx, &pkg.name, &ch.name, &replaced)?;
             }
             for b in pkg.bundles.values() {
                 let deprecation = pkg.bundle_deprecation(&b.name);
@@ -574,7 +553,7 @@ fn fill(
         }
     }
     pending.write(tx, true)?;
-    tx.execute_batch(DEFAULT_PROVIDERS)?;
+    answers::write_default_providers(tx)?;
     let stored: i64 = tx.query_row("SELECT count(*) FROM bundle", [], |r| r.get(0))?;
     if stored as usize != cat.bundle_count() {
         bail!(

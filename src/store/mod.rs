@@ -13,6 +13,7 @@
 //! |---|---|
 //! | `mod.rs` | opening and verifying a built database; the connection pool |
 //! | [`build`] | the [`Builder`]: writing a validated catalog atomically, temp-file cleanup |
+//! | `answers` | answers decided at ingest: GetDefaultBundleThatProvides', GetBundleThatReplaces' |
 //! | `batch` | the Builder's multi-row inserts and the bundle rows it holds until a batch is full |
 //! | [`load`] | reading a whole catalog back into the model |
 //! | `list` | `opreg list`'s narrow queries: package, channel and entry rows |
@@ -20,6 +21,7 @@
 //! | [`query`] | the server's read queries and the answers spliced from stored wire forms |
 //! | [`upgrade_query`] | the [`crate::graph::resolve::UpgradeGraph`] over stored edges |
 
+mod answers;
 mod batch;
 mod build;
 mod list;

@@ -100,7 +100,8 @@ impl Store {
     }
 
     /// GetBundleThatReplaces: of the entries of a channel that replace or skip `name`, the
-    /// one closest to the head (then by name), encoded and trimmed; found and read by one
+    /// one closest to the head (then by name), encoded and trimmed. Which one was decided at
+    /// ingest (`replacement`, see `store::answers`); it is looked up and read by one
     /// statement. A missing entry is `Missing::Bundle`.
     pub fn replacement_in_channel(
         &self,
@@ -112,12 +113,8 @@ impl Store {
         let sql = SQL.get_or_init(|| {
             format!(
                 "{} WHERE e.package = ?1 AND e.channel = ?2 AND e.bundle = (
-                     SELECT g.from_bundle FROM edge g
-                     JOIN channel_entry r ON r.package = g.package AND r.channel = g.channel
-                                         AND r.bundle = g.from_bundle
-                     WHERE g.package = ?1 AND g.channel = ?2 AND g.to_bundle = ?3
-                       AND g.kind IN ('replaces', 'skips')
-                     ORDER BY r.position, g.from_bundle LIMIT 1)",
+                     SELECT replacing FROM replacement
+                     WHERE package = ?1 AND channel = ?2 AND replaced = ?3)",
                 bundle_select("1")
             )
         });
