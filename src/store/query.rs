@@ -314,10 +314,11 @@ fn list_bundles_sql(after: bool, limit: usize) -> String {
 /// The columns [`encode_row`] reads, for a channel entry `e` joined to its bundle `b`: the
 /// channel, package and bundle names, then what the answer is spliced from. Manifests are
 /// read only where `with_manifests` (SQL) holds; a CSV's package parts only for a bundle with
-/// a template, by the integer key of `package_csv`. `csv_parts` is read only where it is used:
-/// it is stored after the template, so reading it walks the template's overflow pages (for
-/// ListBundles, which sends no manifests of bundles with an image, that walk was a third of
-/// the query's time).
+/// a template, by the integer key of `package_csv`, and only where it is used (ListBundles
+/// sends no manifests of bundles with an image). `csv_parts` is stored before the large
+/// columns (schema 8): stored after the template, reading it walked the template's overflow
+/// pages, which a single bundle RPC then read again, and for ListBundles that walk was a
+/// third of the query's time.
 fn bundle_select(with_manifests: &str) -> String {
     format!(
         "SELECT e.channel, e.package, e.bundle, e.replaces, e.skips, e.skip_range, b.wire_core,
