@@ -452,7 +452,7 @@ fn fill(
              ON CONFLICT (package) DO UPDATE SET description = excluded.description, icon = excluded.icon",
         )?;
         let mut ins_ch = tx.prepare("INSERT INTO channel (package, name, head, properties, deprecation) VALUES (?1, ?2, ?3, ?4, ?5)")?;
-        let mut ins_entry = tx.prepare("INSERT INTO channel_entry (package, channel, bundle, seq, position, replaces, skips, skip_range) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)")?;
+        let mut ins_entry = tx.prepare("INSERT INTO channel_entry (package, channel, bundle, seq, position, replaces, skips, skip_range, bundle_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, (SELECT id FROM bundle WHERE package = ?1 AND name = ?3))")?;
         let mut ins_dep = tx.prepare("INSERT INTO deprecation_entry (package, seq, schema, name, message) VALUES (?1, ?2, ?3, ?4, ?5)")?;
 
         let total = cat.packages.len() as u64;
@@ -469,6 +469,19 @@ fn fill(
             let (csv_description, csv_icon) =
                 crate::wire::csv_package_parts(&pkg.description, pkg.icon.as_ref());
             set_csv.execute(params![pkg.name, csv_description, csv_icon])?;
+            // Before the channels: each channel entry holds its bundle's rowid.
+            for b in pkg.bundles.values() {
+                let deprecation = pkg.bundle_deprecation(&b.name);
+                if added.contains(&(b.package.clone(), b.name.clone())) {
+                    if let Some(msg) = deprecation {
+                        set_bundle_deprecation(tx, &b.package, &b.name, msg)?;
+                    }
+                } else if b.is_light() {
+                    bail!("bundle {} of package {} was not stored", b.name, b.package);
+                } else {
+                    add_bundle_rows(tx, b, deprecation, pending)?;
+                }
+            }
             let versions = graph::Versions::of(pkg);
             for ch in pkg.channels.values() {
                 let order = graph::channel_order(ch);
@@ -525,18 +538,6 @@ fn fill(
                 )?;
                 let replaced = graph::replacements(&edges, &order);
                 answers::write_replacements(tx, &pkg.name, &ch.name, &replaced)?;
-            }
-            for b in pkg.bundles.values() {
-                let deprecation = pkg.bundle_deprecation(&b.name);
-                if added.contains(&(b.package.clone(), b.name.clone())) {
-                    if let Some(msg) = deprecation {
-                        set_bundle_deprecation(tx, &b.package, &b.name, msg)?;
-                    }
-                } else if b.is_light() {
-                    bail!("bundle {} of package {} was not stored", b.name, b.package);
-                } else {
-                    add_bundle_rows(tx, b, deprecation, pending)?;
-                }
             }
             if let Some(d) = &pkg.deprecations {
                 for (seq, e) in d.entries.iter().enumerate() {

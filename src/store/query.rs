@@ -311,8 +311,8 @@ fn list_bundles_sql(after: bool, limit: usize) -> String {
     format!("{columns} {bound} ORDER BY e.channel, e.package, e.bundle LIMIT {limit}")
 }
 
-/// The columns [`encode_row`] reads, for a channel entry `e` joined to its bundle `b`: the
-/// channel, package and bundle names, then what the answer is spliced from. Manifests are
+/// The columns [`encode_row`] reads, for a channel entry `e` joined to its bundle `b` by the
+/// bundle's rowid (schema 9): the channel, package and bundle names, then what the answer is spliced from. Manifests are
 /// read only where `with_manifests` (SQL) holds; a CSV's package parts only for a bundle with
 /// a template, by the integer key of `package_csv`, and only where it is used (ListBundles
 /// sends no manifests of bundles with an image). `csv_parts` is stored before the large
@@ -324,7 +324,7 @@ fn bundle_select(with_manifests: &str) -> String {
         "SELECT e.channel, e.package, e.bundle, e.replaces, e.skips, e.skip_range, b.wire_core,
                 CASE WHEN {with_manifests} THEN b.wire_manifests END,
                 CASE WHEN {with_manifests} THEN b.csv_template END, pc.description, pc.icon
-         FROM channel_entry e JOIN bundle b ON b.package = e.package AND b.name = e.bundle
+         FROM channel_entry e JOIN bundle b ON b.id = e.bundle_id
          LEFT JOIN package_csv pc
                 ON pc.id = CASE WHEN {with_manifests} AND b.csv_template IS NOT NULL
                                 THEN b.csv_parts END"
