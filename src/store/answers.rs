@@ -1,7 +1,7 @@
 //! Answers decided once at ingest rather than on every call: GetDefaultBundleThatProvides'
-//! (`default_provider`, schema 6) and GetBundleThatReplaces' (`replacement`, schema 7). The
-//! rules are the graph's and SQL's here; the server only looks the answers up
-//! ([`super::query`]).
+//! (`default_provider`, schema 6, by the SQL statement below) and GetBundleThatReplaces'
+//! (`replacement`, schema 7, by [`crate::graph::replacements`]). The server only looks the
+//! answers up ([`super::query`]).
 
 use super::batch::insert_rows;
 use anyhow::Result;
