@@ -141,10 +141,12 @@ pub fn channel_edges(versions: &Versions, ch: &Channel) -> Vec<Edge> {
 
 /// GetBundleThatReplaces' answer for each name a channel's entries replace or list in `skips`
 /// (a `skipRange` does not count): of those entries, the one closest to the head, then by
-/// name. `edges` are the channel's [`channel_edges`] and `order` its [`channel_order`]; the
-/// map goes from the replaced name to the replacing entry.
-pub fn replacements<'a>(edges: &'a [Edge], order: &[&str]) -> BTreeMap<&'a str, &'a str> {
-    let position: HashMap<&str, usize> = order.iter().enumerate().map(|(i, n)| (*n, i)).collect();
+/// name. `edges` are the channel's [`channel_edges`] and `position` each entry's index in its
+/// [`channel_order`]; the map goes from the replaced name to the replacing entry.
+pub fn replacements<'a>(
+    edges: &'a [Edge],
+    position: &HashMap<&str, usize>,
+) -> BTreeMap<&'a str, &'a str> {
     let rank = |n: &'a str| (position.get(n).copied().unwrap_or(usize::MAX), n);
     let mut out: BTreeMap<&'a str, &'a str> = BTreeMap::new();
     for e in edges.iter().filter(|e| e.kind != EdgeKind::SkipRange) {
@@ -442,7 +444,8 @@ mod tests {
         let edges = channel_edges(&v, &ch);
         assert!(edges.iter().any(|e| e.to == "old"));
         let order = channel_order(&ch);
-        let got: Vec<(&str, &str)> = replacements(&edges, &order).into_iter().collect();
+        let position = order.iter().enumerate().map(|(i, n)| (*n, i)).collect();
+        let got: Vec<(&str, &str)> = replacements(&edges, &position).into_iter().collect();
         // x: a is closer to the head than b; "old" only by skipRange, which does not count.
         assert_eq!(got, vec![("b", "a"), ("c", "b"), ("x", "a")]);
     }

@@ -536,7 +536,7 @@ fn fill(
                     "INSERT OR IGNORE INTO edge (package, channel, from_bundle, to_bundle, kind, synthetic)",
                     &rows,
                 )?;
-                let replaced = graph::replacements(&edges, &order);
+                let replaced = graph::replacements(&edges, &position);
                 answers::write_replacements(tx, &pkg.name, &ch.name, &replaced)?;
             }
             if let Some(d) = &pkg.deprecations {
