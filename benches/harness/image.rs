@@ -167,31 +167,60 @@ fn download(base: &str, digest: &str) -> Result<Duration, String> {
     Ok(best)
 }
 
-/// Measures `catalog` (an FBC file) as a catalog image against its local ingest.
-pub fn measure(bin: &Path, catalog: &Path, work: &Path) -> Result<ImageRow, String> {
-    let work = work.join("image");
-    std::fs::create_dir_all(&work).map_err(|e| e.to_string())?;
-    let reg = start_registry(&work)?;
-    let base = format!("http://127.0.0.1:{}", reg.port);
-    let (layer, layer_size) = push_catalog(&base, catalog, &work)?;
-    let reference = format!("127.0.0.1:{}/bench/catalog:v1", reg.port);
-    let errf = work.join("child.stderr");
-    let db = work.join("image.db");
-    let ingest = |src: &str, cache: Option<&PathBuf>| -> Result<ChildStats, String> {
+/// `catalog` pushed to a registry of its own, and what ingests it.
+struct Pushed {
+    reg: Registry,
+    layer: String,
+    layer_size: u64,
+    reference: String,
+    work: PathBuf,
+}
+
+impl Pushed {
+    fn new(catalog: &Path, work: &Path) -> Result<Pushed, String> {
+        let work = work.join("image");
+        std::fs::create_dir_all(&work).map_err(|e| e.to_string())?;
+        let reg = start_registry(&work)?;
+        let (layer, layer_size) = push_catalog(&reg.base(), catalog, &work)?;
+        let reference = format!("127.0.0.1:{}/bench/catalog:v1", reg.port);
+        Ok(Pushed {
+            reg,
+            layer,
+            layer_size,
+            reference,
+            work,
+        })
+    }
+
+    /// `bin ingest SRC` into a fresh database, from the image cache `cache` when given.
+    fn ingest(&self, bin: &Path, src: &str, cache: Option<&Path>) -> Result<ChildStats, String> {
+        let db = self.work.join("image.db");
         let _ = std::fs::remove_file(&db);
         let mut cmd = Command::new(bin);
         cmd.args(["ingest", src, "-o"]).arg(&db).arg("-q");
         if let Some(c) = cache {
             cmd.arg("--use-http").arg("--image-cache").arg(c);
         }
-        run_child(&mut cmd, &errf)
-    };
-    let local = ingest(&catalog.to_string_lossy(), None)?;
-    let download = download(&base, &layer)?;
-    let cache = work.join("cache");
+        run_child(&mut cmd, &self.work.join("child.stderr"))
+    }
+}
+
+impl Registry {
+    fn base(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+}
+
+/// Measures `catalog` (an FBC file) as a catalog image against its local ingest.
+pub fn measure(bin: &Path, catalog: &Path, work: &Path) -> Result<ImageRow, String> {
+    let p = Pushed::new(catalog, work)?;
+    let local = p.ingest(bin, &catalog.to_string_lossy(), None)?;
+    let download = download(&p.reg.base(), &p.layer)?;
+    let cache = p.work.join("cache");
     let _ = std::fs::remove_dir_all(&cache);
-    let cold = ingest(&reference, Some(&cache))?;
-    let warm = ingest(&reference, Some(&cache))?;
+    let cold = p.ingest(bin, &p.reference, Some(&cache))?;
+    let warm = p.ingest(bin, &p.reference, Some(&cache))?;
+    let layer_size = p.layer_size;
     Ok(ImageRow {
         layer_mb: layer_size as f64 / 1e6,
         local,
@@ -199,6 +228,32 @@ pub fn measure(bin: &Path, catalog: &Path, work: &Path) -> Result<ImageRow, Stri
         cold,
         warm,
     })
+}
+
+/// For iterating by hand: each build's local and warm ingest of `catalog`, `rounds` times,
+/// the builds taking turns, printed one line per ingest.
+pub fn compare(bins: &[PathBuf], catalog: &Path, work: &Path, rounds: usize) -> Result<(), String> {
+    let p = Pushed::new(catalog, work)?;
+    let local = catalog.to_string_lossy();
+    for (i, bin) in bins.iter().enumerate() {
+        let cache = p.work.join(format!("cache{i}"));
+        let _ = std::fs::remove_dir_all(&cache);
+        let cold = p.ingest(bin, &p.reference, Some(&cache))?;
+        println!("{} cold {:.3} s", bin.display(), cold.wall.as_secs_f64());
+    }
+    for _ in 0..rounds {
+        for (i, bin) in bins.iter().enumerate() {
+            let l = p.ingest(bin, &local, None)?;
+            let w = p.ingest(bin, &p.reference, Some(&p.work.join(format!("cache{i}"))))?;
+            let (l, w) = (l.wall.as_secs_f64(), w.wall.as_secs_f64());
+            println!(
+                "{} local {l:.3} s warm {w:.3} s ({:.2}x)",
+                bin.display(),
+                w / l
+            );
+        }
+    }
+    Ok(())
 }
 
 /// The report section.

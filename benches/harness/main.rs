@@ -23,7 +23,7 @@
 //!
 //! Subcommands: `run` (the suite; `--smoke` for a seconds-long run on tiny inputs, `--baseline
 //! BIN` for the side-by-side section, `--step BIN` for a build in between), `gen` (write a
-//! synthetic catalog), `probe`, `floor`, `rows` and `baseline` (one measurement alone, for
+//! synthetic catalog), `probe`, `floor`, `rows`, `image` and `baseline` (one measurement alone, for
 //! iterating), and internal ones run as children (`floor-parse`, `floor-serve`, `file-server`).
 
 mod baseline;
@@ -97,6 +97,17 @@ enum Cmd {
         db: PathBuf,
         #[arg(long, default_value_t = 3.0)]
         duration: f64,
+        #[arg(long)]
+        work: PathBuf,
+    },
+    /// Only the ingest from a registry (image.rs): local and warm ingests of CATALOG by each
+    /// BIN in turn, for iterating by hand.
+    Image {
+        catalog: PathBuf,
+        #[arg(long = "bin", value_name = "BIN", required = true)]
+        bins: Vec<PathBuf>,
+        #[arg(long, default_value_t = 3)]
+        rounds: usize,
         #[arg(long)]
         work: PathBuf,
     },
@@ -244,6 +255,17 @@ fn main() {
             let catalog = corpus::repaired_copy(&catalog, &work.join("corpus")).expect("copy");
             olm_rows::append(&mut report, &bin, &work, &name, Some(&catalog), &plan);
             print!("{report}");
+        }
+        Some(Cmd::Image {
+            catalog,
+            bins,
+            rounds,
+            work,
+        }) => {
+            if let Err(e) = image::compare(&bins, &catalog, &work, rounds) {
+                eprintln!("harness image: {e}");
+                std::process::exit(1);
+            }
         }
         None => {
             eprintln!("harness: no subcommand; see --help. Use scripts/bench.sh for the suite.");
