@@ -1,7 +1,8 @@
 //! Image pulls beyond the basics of `image_sources.rs` (issue 14), against the real registry
 //! on loopback and the real binary: an `identitytoken` exchanged in the OAuth2 POST flow of
 //! the distribution token spec (and never logged), a pull killed in the middle of a blob
-//! leaving the cache consistent, and download progress bars on a terminal only.
+//! leaving the cache consistent, download progress bars on a terminal only, and catalog
+//! images kept unpacked in the cache.
 
 mod common;
 mod registry_support;
@@ -264,4 +265,59 @@ fn downloads_draw_progress_bars_on_a_terminal_and_nothing_otherwise() {
             "progress output {c:?} without a terminal: {err:?}"
         );
     }
+}
+
+/// A catalog image pulled once is kept unpacked in the image cache: a second pull reads no
+/// layer (its blob can be gone from cache and registry alike), and a kept tree that no
+/// longer matches its file list is unpacked again from the layer, giving the same database.
+#[test]
+fn a_kept_catalog_image_reads_no_layer_and_a_changed_tree_is_unpacked_again() {
+    let reg = Registry::http();
+    let ctx = Ctx::new();
+    let etcd = fbc_dir(&ctx, "etcd");
+    let img = catalog_image(&etcd);
+    reg.push("cat", "v1", &img);
+    let reference = format!("{}/cat:v1", reg.host());
+    let db = ctx.path("out.db");
+    let db_s = db.to_str().unwrap();
+    let ingest = || ctx.run(&["ingest", &reference, "--use-http", "-o", db_s]);
+    let source_digest = || {
+        opreg::store::Store::open(&db)
+            .unwrap()
+            .info("source_digest")
+            .unwrap()
+            .unwrap()
+    };
+    let (code, _, err) = ingest();
+    assert_eq!(code, 0, "{err}");
+    let first = source_digest();
+    let trees: Vec<PathBuf> = std::fs::read_dir(ctx.cache().join("unpacked"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(trees.len(), 1, "one kept tree: {trees:?}");
+    let catalog = trees[0].join("rootfs/configs/catalog.json");
+    assert!(catalog.is_file(), "{}", catalog.display());
+
+    // The layer gone from cache and registry: the kept tree is all a pull needs.
+    let layer = sha(&img.layers[0].1);
+    std::fs::remove_file(ctx.cache().join("blobs/sha256").join(&layer[7..])).unwrap();
+    reg.delete_blob("cat", &layer);
+    let (code, _, err) = ingest();
+    assert_eq!(code, 0, "from the kept tree: {err}");
+    assert_eq!(source_digest(), first);
+
+    // A truncated file: the tree is not used; without the layer anywhere the pull fails.
+    let text = std::fs::read(&catalog).unwrap();
+    std::fs::write(&catalog, &text[..text.len() / 2]).unwrap();
+    let (code, _, err) = ingest();
+    let line = one_error_line(code, &err, &reference);
+    assert!(line.contains("not found"), "{line}");
+    assert!(!catalog.exists(), "the changed tree was removed");
+    // With the layer back in the registry, it is unpacked again: the same catalog.
+    reg.push("cat", "v1", &img);
+    let (code, _, err) = ingest();
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(source_digest(), first);
+    assert_eq!(std::fs::read(&catalog).unwrap(), text);
 }

@@ -69,7 +69,7 @@ impl BlobCache {
         Ok(())
     }
 
-    /// Temp files of pulls killed more than an hour ago.
+    /// Temp files and directories of pulls killed more than an hour ago.
     fn remove_stale_temp_files(&self) {
         let Ok(entries) = std::fs::read_dir(self.root.join("tmp")) else {
             return;
@@ -82,7 +82,9 @@ impl BlobCache {
                 .and_then(|t| t.elapsed().ok())
                 .is_some_and(|d| d.as_secs() > 3600);
             if old {
-                let _ = std::fs::remove_file(e.path());
+                // Blobs are files; images being unpacked are directories.
+                let _ =
+                    std::fs::remove_file(e.path()).or_else(|_| std::fs::remove_dir_all(e.path()));
             }
         }
     }

@@ -97,6 +97,14 @@ pub fn normalize(raw: &str) -> Result<Vec<String>, &'static str> {
     Ok(out)
 }
 
+/// Where a labelled path of an image unpacked at `root` is on disk.
+pub fn local_path(root: &Path, wanted: &str) -> PathBuf {
+    let c = normalize(wanted.trim_start_matches('/')).unwrap_or_default();
+    let mut p = root.to_path_buf();
+    p.extend(c);
+    p
+}
+
 impl Extractor {
     /// `wanted` are the labelled paths (`/configs`, `manifests/`, `database/index.db`).
     pub fn new(root: &Path, wanted: &[String], max_bytes: u64) -> Result<Extractor, LayerError> {
@@ -115,14 +123,6 @@ impl Extractor {
             max_bytes,
             written: 0,
         })
-    }
-
-    /// Where a labelled path ends up on disk.
-    pub fn local_path(&self, wanted: &str) -> PathBuf {
-        let c = normalize(wanted.trim_start_matches('/')).unwrap_or_default();
-        let mut p = self.root.clone();
-        p.extend(c);
-        p
     }
 
     fn is_wanted(&self, rel: &str) -> bool {

@@ -17,6 +17,7 @@
 //! | [`pull`] | one image: manifests → config → layers, verified and cached |
 //! | [`layers`] | the layer reader: tar, whiteouts, safety checks |
 //! | [`cache`] | the content-addressed blob cache and the verifying reader |
+//! | [`unpacked`] | catalog and index images kept unpacked in the cache |
 //! | [`opm`] | `opm render`'s finishing of bundle images and its migrations |
 
 pub mod auth;
@@ -28,6 +29,7 @@ pub mod opm;
 pub mod pull;
 pub mod reference;
 pub mod registry;
+pub mod unpacked;
 
 use crate::model::Bundle;
 use anyhow::{Context, Result};

@@ -1,13 +1,15 @@
 //! Pulling one image: the manifest (through an index, for the wanted platform), the config and
 //! its labels, then the layers, applied in order and streamed straight into the layer reader.
 //! Every blob is verified; with a cache, blobs found there are not downloaded, and blobs
-//! downloaded are kept there.
+//! downloaded are kept there, and so is the unpacked content of a catalog or index image
+//! ([`super::unpacked`]): a pull of an image kept there reads no layer at all.
 
 use super::cache::{self, BlobCache, Verify};
 use super::kind::{self, ImageKind};
-use super::layers::{Extractor, LayerError};
+use super::layers::{self, Extractor, LayerError};
 use super::manifest::{self, Descriptor, Manifest, Platform};
 use super::registry::{read_limited, BlobSource};
+use super::unpacked::Unpacked;
 use anyhow::{anyhow, bail, Result};
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -74,21 +76,43 @@ pub fn pull(
     let config_bytes = small_blob(src, &config, opts, false, &mut downloaded)?;
     let labels = manifest::config_labels(&config_bytes).map_err(|e| anyhow!(e))?;
     let kind = kind::classify(&labels).map_err(|e| anyhow!(e))?;
-    let root = staging.join("rootfs");
-    std::fs::create_dir_all(&root)?;
-    let mut x = Extractor::new(&root, &kind.paths(), opts.max_layer)?;
-    let bars = opts.progress.then(indicatif::MultiProgress::new);
-    for (i, layer) in layers.iter().enumerate() {
-        if layer.size as u64 > opts.max_layer {
-            bail!(
-                "layer {} is {} bytes, over the size limit of {} bytes (--max-layer-size)",
-                layer.digest,
-                layer.size,
-                opts.max_layer
-            );
+    // Catalog and index images are kept unpacked in the cache, by the image manifest's digest.
+    let image_digest = platform_digest.as_deref().unwrap_or(&digest);
+    let kept = match &opts.cache {
+        Some(c) if !matches!(kind, ImageKind::Bundle { .. }) => Some(Unpacked::open(c.dir())?),
+        _ => None,
+    };
+    let root = match kept
+        .as_ref()
+        .and_then(|k| k.get(image_digest, opts.max_layer))
+    {
+        Some(root) => root,
+        None => {
+            let unpacking = kept.as_ref().map(Unpacked::start).transpose()?;
+            let root = match &unpacking {
+                Some(u) => u.root(),
+                None => staging.join("rootfs"),
+            };
+            std::fs::create_dir_all(&root)?;
+            let mut x = Extractor::new(&root, &kind.paths(), opts.max_layer)?;
+            let bars = opts.progress.then(indicatif::MultiProgress::new);
+            for (i, layer) in layers.iter().enumerate() {
+                if layer.size as u64 > opts.max_layer {
+                    bail!(
+                        "layer {} is {} bytes, over the size limit of {} bytes (--max-layer-size)",
+                        layer.digest,
+                        layer.size,
+                        opts.max_layer
+                    );
+                }
+                apply_layer(src, layer, i, opts, &mut x, bars.as_ref(), &mut downloaded)?;
+            }
+            match (&kept, unpacking) {
+                (Some(k), Some(u)) => k.keep(u, image_digest)?,
+                _ => root,
+            }
         }
-        apply_layer(src, layer, i, opts, &mut x, bars.as_ref(), &mut downloaded)?;
-    }
+    };
     let path = match &kind {
         ImageKind::Bundle {
             manifests,
@@ -98,7 +122,7 @@ pub fn pull(
             let dir = staging.join("bundle");
             std::fs::create_dir_all(&dir)?;
             for (label, name) in [(manifests, "manifests"), (metadata, "metadata")] {
-                let p = x.local_path(label);
+                let p = layers::local_path(&root, label);
                 if !p.is_dir() {
                     bail!("the bundle image has no {label} directory");
                 }
@@ -107,7 +131,7 @@ pub fn pull(
             dir
         }
         ImageKind::Catalog { configs } => {
-            let p = x.local_path(configs);
+            let p = layers::local_path(&root, configs);
             if !p.exists() {
                 bail!(
                     "the catalog image has no {configs} (its {} label)",
@@ -117,7 +141,7 @@ pub fn pull(
             p
         }
         ImageKind::Index { database } => {
-            let p = x.local_path(database);
+            let p = layers::local_path(&root, database);
             if !p.is_file() {
                 bail!(
                     "the index image has no database file {database} (its {} label)",
