@@ -143,7 +143,7 @@ impl Store {
             .package_index()?
             .channel(package, channel)
             .ok()
-            .map(|c| c.head().to_string()))
+            .map(|c| c.head()))
     }
 
     /// Every entry in any package that replaces or skips `name`, with the entry's own replaces.
