@@ -320,4 +320,26 @@ fn a_kept_catalog_image_reads_no_layer_and_a_changed_tree_is_unpacked_again() {
     assert_eq!(code, 0, "{err}");
     assert_eq!(source_digest(), first);
     assert_eq!(std::fs::read(&catalog).unwrap(), text);
+
+    // A cache that cannot keep trees (its `unpacked` is a file here) still serves its blobs:
+    // the image is unpacked privately, as without a cache, and nothing is left behind.
+    let other = ctx.path("other-cache");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(other.join("unpacked"), "").unwrap();
+    let other_s = other.to_str().unwrap();
+    let args = [
+        "ingest",
+        &reference,
+        "--use-http",
+        "--image-cache",
+        other_s,
+        "-o",
+        db_s,
+    ];
+    let (code, _, err) = ctx.run(&args);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(source_digest(), first);
+    assert!(other.join("unpacked").is_file());
+    assert_eq!(std::fs::read_dir(other.join("tmp")).unwrap().count(), 0);
+    assert_eq!(std::fs::read_dir(ctx.tmp()).unwrap().count(), 0);
 }

@@ -78,8 +78,12 @@ pub fn pull(
     let kind = kind::classify(&labels).map_err(|e| anyhow!(e))?;
     // Catalog and index images are kept unpacked in the cache, by the image manifest's digest.
     let image_digest = platform_digest.as_deref().unwrap_or(&digest);
+    // A cache that cannot take them (read-only, say) still serves its blobs: the image is then
+    // unpacked into the private directory, as without a cache.
     let kept = match &opts.cache {
-        Some(c) if !matches!(kind, ImageKind::Bundle { .. }) => Some(Unpacked::open(c.dir())?),
+        Some(c) if !matches!(kind, ImageKind::Bundle { .. }) => Unpacked::open(c.dir())
+            .inspect_err(|e| tracing::debug!("no unpacked images in the cache: {e:#}"))
+            .ok(),
         _ => None,
     };
     let root = match kept
@@ -88,7 +92,11 @@ pub fn pull(
     {
         Some(root) => root,
         None => {
-            let unpacking = kept.as_ref().map(Unpacked::start).transpose()?;
+            let unpacking = kept.as_ref().and_then(|k| {
+                k.start()
+                    .inspect_err(|e| tracing::debug!("unpacking outside the cache: {e:#}"))
+                    .ok()
+            });
             let root = match &unpacking {
                 Some(u) => u.root(),
                 None => staging.join("rootfs"),

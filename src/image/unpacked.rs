@@ -92,18 +92,22 @@ impl Unpacked {
         let (list, _) = listing(&u.root()).context("cannot list the unpacked image")?;
         std::fs::write(u.dir.path().join("files"), list)?;
         let tree = self.tree(digest);
-        if std::fs::rename(u.dir.path(), &tree).is_err() {
+        // Twice: a tree already there that is not whole is removed by `get`, and then this one
+        // takes its place.
+        for _ in 0..2 {
+            if std::fs::rename(u.dir.path(), &tree).is_ok() {
+                // Renamed: nothing left for the temp dir to remove.
+                let _ = u.dir.keep();
+                self.evict_old();
+                return Ok(tree.join("rootfs"));
+            }
             // Kept by another process since this one looked (the rename refuses a non-empty
             // target); `u` is removed on drop.
             if let Some(root) = self.get(digest, u64::MAX) {
                 return Ok(root);
             }
-            anyhow::bail!("cannot keep the unpacked image in {}", tree.display());
         }
-        // Renamed: nothing left for the temp dir to remove.
-        let _ = u.dir.keep();
-        self.evict_old();
-        Ok(tree.join("rootfs"))
+        anyhow::bail!("cannot keep the unpacked image in {}", tree.display())
     }
 
     /// Removes the trees beyond the [`KEPT`] most recently used.
@@ -204,6 +208,18 @@ mod tests {
             .unwrap();
         std::fs::write(root.join("configs/y"), "").unwrap();
         assert!(u.get("sha256:aa", u64::MAX).is_none(), "an added file");
+
+        // A tree there that is not whole is replaced by the one being kept.
+        let root = u
+            .keep(unpack(&u, &[("configs/x", "12345")]), "sha256:aa")
+            .unwrap();
+        std::fs::remove_file(root.join("configs/x")).unwrap();
+        let again = u
+            .keep(unpack(&u, &[("configs/x", "12345")]), "sha256:aa")
+            .unwrap();
+        assert_eq!(std::fs::read(again.join("configs/x")).unwrap(), b"12345");
+        assert!(u.get("sha256:aa", u64::MAX).is_some());
+        std::fs::remove_dir_all(cache.path().join("unpacked/aa")).unwrap();
 
         // The same image kept twice: the first tree stays.
         let first = u.keep(unpack(&u, &[("a", "1")]), "sha256:bb").unwrap();
