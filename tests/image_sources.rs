@@ -123,6 +123,11 @@ fn legacy_index_image_renders_the_whole_catalog() {
     assert_eq!(out, render_local(&db));
     let (code, _, err) = ctx.run(&["validate", &reference, "--use-http"]);
     assert_eq!(code, 0, "{err}");
+    // An index image's database is not kept unpacked in the cache (a server serves it from
+    // where it was unpacked, for as long as it runs); only its blobs are.
+    let kept = std::fs::read_dir(ctx.cache().join("unpacked")).map_or(0, |d| d.count());
+    assert_eq!(kept, 0);
+    assert!(ctx.cache().join("blobs/sha256").is_dir());
 }
 
 #[test]

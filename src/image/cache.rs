@@ -75,12 +75,15 @@ impl BlobCache {
             return;
         };
         for e in entries.flatten() {
-            let old = e
-                .metadata()
-                .and_then(|m| m.modified())
-                .ok()
-                .and_then(|t| t.elapsed().ok())
-                .is_some_and(|d| d.as_secs() > 3600);
+            // A directory (an image being unpacked) is stale only when nothing in it has
+            // changed for the hour: writing deep inside it does not touch its own time.
+            let old = walkdir::WalkDir::new(e.path()).into_iter().all(|f| {
+                f.ok()
+                    .and_then(|f| f.metadata().ok())
+                    .and_then(|m| m.modified().ok())
+                    .and_then(|t| t.elapsed().ok())
+                    .is_some_and(|d| d.as_secs() > 3600)
+            });
             if old {
                 // Blobs are files; images being unpacked are directories.
                 let _ =

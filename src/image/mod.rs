@@ -17,7 +17,7 @@
 //! | [`pull`] | one image: manifests → config → layers, verified and cached |
 //! | [`layers`] | the layer reader: tar, whiteouts, safety checks |
 //! | [`cache`] | the content-addressed blob cache and the verifying reader |
-//! | [`unpacked`] | catalog and index images kept unpacked in the cache |
+//! | [`unpacked`] | catalog images kept unpacked in the cache |
 //! | [`opm`] | `opm render`'s finishing of bundle images and its migrations |
 
 pub mod auth;

@@ -1,7 +1,7 @@
 //! Pulling one image: the manifest (through an index, for the wanted platform), the config and
 //! its labels, then the layers, applied in order and streamed straight into the layer reader.
 //! Every blob is verified; with a cache, blobs found there are not downloaded, and blobs
-//! downloaded are kept there, and so is the unpacked content of a catalog or index image
+//! downloaded are kept there, and so is the unpacked content of a catalog image
 //! ([`super::unpacked`]): a pull of an image kept there reads no layer at all.
 
 use super::cache::{self, BlobCache, Verify};
@@ -76,12 +76,22 @@ pub fn pull(
     let config_bytes = small_blob(src, &config, opts, false, &mut downloaded)?;
     let labels = manifest::config_labels(&config_bytes).map_err(|e| anyhow!(e))?;
     let kind = kind::classify(&labels).map_err(|e| anyhow!(e))?;
-    // Catalog and index images are kept unpacked in the cache, by the image manifest's digest.
+    for layer in &layers {
+        if layer.size as u64 > opts.max_layer {
+            bail!(
+                "layer {} is {} bytes, over the size limit of {} bytes (--max-layer-size)",
+                layer.digest,
+                layer.size,
+                opts.max_layer
+            );
+        }
+    }
+    // Catalog images are kept unpacked in the cache, by the image manifest's digest.
     let image_digest = platform_digest.as_deref().unwrap_or(&digest);
     // A cache that cannot take them (read-only, say) still serves its blobs: the image is then
     // unpacked into the private directory, as without a cache.
     let kept = match &opts.cache {
-        Some(c) if !matches!(kind, ImageKind::Bundle { .. }) => Unpacked::open(c.dir())
+        Some(c) if matches!(kind, ImageKind::Catalog { .. }) => Unpacked::open(c.dir())
             .inspect_err(|e| tracing::debug!("no unpacked images in the cache: {e:#}"))
             .ok(),
         _ => None,
@@ -105,14 +115,6 @@ pub fn pull(
             let mut x = Extractor::new(&root, &kind.paths(), opts.max_layer)?;
             let bars = opts.progress.then(indicatif::MultiProgress::new);
             for (i, layer) in layers.iter().enumerate() {
-                if layer.size as u64 > opts.max_layer {
-                    bail!(
-                        "layer {} is {} bytes, over the size limit of {} bytes (--max-layer-size)",
-                        layer.digest,
-                        layer.size,
-                        opts.max_layer
-                    );
-                }
                 apply_layer(src, layer, i, opts, &mut x, bars.as_ref(), &mut downloaded)?;
             }
             match (&kept, unpacking) {

@@ -1,24 +1,30 @@
 //! Unpacked images kept in the image cache, so that a warm pull of an image already seen
 //! neither inflates nor extracts its layers again.
 //!
-//! A catalog or index image's labelled content is unpacked into `DIR/tmp/` (every layer
+//! A catalog image's labelled content is unpacked into `DIR/tmp/` (every layer
 //! verified against its digest on the way, as for any pull), then renamed whole to
 //! `DIR/unpacked/HEX/`, named by the image manifest's digest: the manifest fixes the config
 //! (and so the labels) and every layer. Next to the tree, `files` lists each regular file's
 //! size and path. A kept tree is used only when its files still match that list (nothing
-//! removed, added, truncated or grown), and when what it holds fits under the pull's size
-//! limit; otherwise it is removed and the image unpacked again from its blobs. The list's
-//! modification time is the tree's last use: the [`KEPT`] most recently used trees stay,
-//! older ones are removed when another is kept.
+//! removed, added, truncated or grown; otherwise it is removed and the image unpacked again
+//! from its blobs), and when what it holds fits under the pull's size limit. The list's
+//! modification time is the tree's last use: the [`KEPT`] most recently used trees stay, and so
+//! does any used in the last hour; older ones are removed when another is kept.
 //!
-//! Bundle images are not kept (they are small, and their trees are rearranged after the
-//! pull).
+//! The check is of sizes and paths, not contents: a file edited in place to the same size is
+//! not noticed (the cache is the user's own, as with any cache). Only catalog images are kept:
+//! an index image's database is served from where it was unpacked for as long as the server
+//! runs, and a bundle image's tree is rearranged after the pull.
 
 use anyhow::{Context, Result};
 use std::path::{Path, PathBuf};
 
-/// Unpacked trees kept at most.
+/// Unpacked trees kept at most, beyond those used in the last [`IN_USE`].
 pub const KEPT: usize = 4;
+
+/// A tree used this recently is never evicted: a pull's reader may still be reading it (a
+/// command pulls all its SOURCEs before reading any).
+const IN_USE: std::time::Duration = std::time::Duration::from_secs(3600);
 
 /// The kept trees of a cache directory.
 pub struct Unpacked {
@@ -56,16 +62,27 @@ impl Unpacked {
     }
 
     /// The root of the kept tree of image manifest `digest`, if it is whole and holds at most
-    /// `max_bytes`; marked as used now. A tree that is not whole is removed.
+    /// `max_bytes`; marked as used now. A tree that is not whole (its list missing, or its files
+    /// no longer matching it) is removed; a whole one over `max_bytes` is left for others.
     pub fn get(&self, digest: &str, max_bytes: u64) -> Option<PathBuf> {
         let tree = self.tree(digest);
-        let list = std::fs::read_to_string(tree.join("files")).ok()?;
-        let root = tree.join("rootfs");
-        let whole = listing(&root).is_ok_and(|(now, bytes)| now == list && bytes <= max_bytes);
-        if !whole {
-            tracing::warn!(%digest, "an unpacked image in the image cache no longer matched its file list; it was removed");
-            self.remove(&tree);
+        if !tree.exists() {
             return None;
+        }
+        let root = tree.join("rootfs");
+        let list = std::fs::read_to_string(tree.join("files")).ok();
+        let now = listing(&root).ok();
+        match (list, now) {
+            (Some(list), Some((now, bytes))) if list == now => {
+                if bytes > max_bytes {
+                    return None;
+                }
+            }
+            _ => {
+                tracing::warn!(%digest, "an unpacked image in the image cache no longer matched its file list; it was removed");
+                self.remove(&tree);
+                return None;
+            }
         }
         if let Ok(f) = std::fs::File::options()
             .append(true)
@@ -98,7 +115,7 @@ impl Unpacked {
             if std::fs::rename(u.dir.path(), &tree).is_ok() {
                 // Renamed: nothing left for the temp dir to remove.
                 let _ = u.dir.keep();
-                self.evict_old();
+                self.evict_old(&tree);
                 return Ok(tree.join("rootfs"));
             }
             // Kept by another process since this one looked (the rename refuses a non-empty
@@ -110,8 +127,10 @@ impl Unpacked {
         anyhow::bail!("cannot keep the unpacked image in {}", tree.display())
     }
 
-    /// Removes the trees beyond the [`KEPT`] most recently used.
-    fn evict_old(&self) {
+    /// Removes the trees beyond the [`KEPT`] most recently used, except `just_kept` and any
+    /// used in the last [`IN_USE`] (which a reader may still be reading, in this process or
+    /// another).
+    fn evict_old(&self, just_kept: &Path) {
         let Ok(entries) = std::fs::read_dir(&self.dir) else {
             return;
         };
@@ -125,8 +144,11 @@ impl Unpacked {
             })
             .collect();
         trees.sort_by_key(|t| std::cmp::Reverse(t.0));
-        for (_, t) in trees.into_iter().skip(KEPT) {
-            self.remove(&t);
+        let recent = std::time::SystemTime::now() - IN_USE;
+        for (used, t) in trees.into_iter().skip(KEPT) {
+            if used < recent && t != just_kept {
+                self.remove(&t);
+            }
         }
     }
 
@@ -194,8 +216,12 @@ mod tests {
         let root = u.keep(t, "sha256:aa").unwrap();
         assert_eq!(root, cache.path().join("unpacked/aa/rootfs"));
         assert_eq!(u.get("sha256:aa", u64::MAX), Some(root.clone()));
-        // Over a smaller size limit: not used (and removed).
+        // Over a smaller size limit: not used, and left whole for others.
         assert!(u.get("sha256:aa", 6).is_none());
+        assert!(u.get("sha256:aa", 7).is_some());
+        // Its list gone: not whole, removed (and a later keep takes its place).
+        std::fs::remove_file(cache.path().join("unpacked/aa/files")).unwrap();
+        assert!(u.get("sha256:aa", u64::MAX).is_none());
         assert!(!root.exists());
 
         let root = u
@@ -226,17 +252,34 @@ mod tests {
         let second = u.keep(unpack(&u, &[("a", "1")]), "sha256:bb").unwrap();
         assert_eq!(first, second);
 
+        // Used at these times (hours ago): bb 5, c0 4, c1 3, c2 2, c3 1.
+        let used = |d: &str, hours_ago: u64| {
+            let list = cache.path().join("unpacked").join(&d[7..]).join("files");
+            let t = std::time::SystemTime::now() - std::time::Duration::from_secs(hours_ago * 3600);
+            let f = std::fs::File::options().append(true).open(list).unwrap();
+            f.set_modified(t).unwrap();
+        };
+        used("sha256:bb", 5);
         let mut digests = vec!["sha256:bb".to_string()];
-        for i in 0..KEPT {
-            std::thread::sleep(std::time::Duration::from_millis(20));
+        for i in 0..KEPT - 1 {
             let d = format!("sha256:c{i}");
             u.keep(unpack(&u, &[("a", "1")]), &d).unwrap();
+            used(&d, 4 - i as u64);
             digests.push(d);
         }
-        // The oldest ("bb") went; the KEPT newest stay.
+        // KEPT trees: keeping one more evicts the least recently used (bb).
+        let d = format!("sha256:c{}", KEPT - 1);
+        u.keep(unpack(&u, &[("a", "1")]), &d).unwrap();
+        used(&d, 1);
+        digests.push(d);
         assert!(u.get(&digests[0], u64::MAX).is_none());
         for d in &digests[1..] {
             assert!(u.get(d, u64::MAX).is_some(), "{d}");
+        }
+        // All just used (by the gets above): keeping more evicts none of them.
+        u.keep(unpack(&u, &[("a", "1")]), "sha256:dd").unwrap();
+        for d in digests[1..].iter().chain([&"sha256:dd".to_string()]) {
+            assert!(cache.path().join("unpacked").join(&d[7..]).exists(), "{d}");
         }
         // Nothing is left in tmp/.
         assert_eq!(
