@@ -101,27 +101,22 @@ pub fn pull(
         .and_then(|k| k.get(image_digest, opts.max_layer))
     {
         Some(root) => root,
-        None => {
-            let unpacking = kept.as_ref().and_then(|k| {
-                k.start()
-                    .inspect_err(|e| tracing::debug!("unpacking outside the cache: {e:#}"))
-                    .ok()
-            });
-            let root = match &unpacking {
-                Some(u) => u.root(),
-                None => staging.join("rootfs"),
-            };
-            std::fs::create_dir_all(&root)?;
-            let mut x = Extractor::new(&root, &kind.paths(), opts.max_layer)?;
-            let bars = opts.progress.then(indicatif::MultiProgress::new);
-            for (i, layer) in layers.iter().enumerate() {
-                apply_layer(src, layer, i, opts, &mut x, bars.as_ref(), &mut downloaded)?;
+        None => match kept.as_ref().and_then(|k| {
+            let u = k
+                .start()
+                .inspect_err(|e| tracing::debug!("unpacking outside the cache: {e:#}"));
+            Some((k, u.ok()?))
+        }) {
+            Some((k, u)) => {
+                unpack(src, &layers, &kind, opts, &u.root(), &mut downloaded)?;
+                k.keep(u, image_digest)?
             }
-            match (&kept, unpacking) {
-                (Some(k), Some(u)) => k.keep(u, image_digest)?,
-                _ => root,
+            None => {
+                let root = staging.join("rootfs");
+                unpack(src, &layers, &kind, opts, &root, &mut downloaded)?;
+                root
             }
-        }
+        },
     };
     let path = match &kind {
         ImageKind::Bundle {
@@ -254,6 +249,24 @@ fn small_blob(
         c.put(&d.digest, &bytes)?;
     }
     Ok(bytes)
+}
+
+/// Applies `layers` in order to `root`, extracting the paths `kind` labels.
+fn unpack(
+    src: &mut dyn BlobSource,
+    layers: &[Descriptor],
+    kind: &ImageKind,
+    opts: &PullOptions,
+    root: &Path,
+    downloaded: &mut usize,
+) -> Result<()> {
+    std::fs::create_dir_all(root)?;
+    let mut x = Extractor::new(root, &kind.paths(), opts.max_layer)?;
+    let bars = opts.progress.then(indicatif::MultiProgress::new);
+    for (i, layer) in layers.iter().enumerate() {
+        apply_layer(src, layer, i, opts, &mut x, bars.as_ref(), downloaded)?;
+    }
+    Ok(())
 }
 
 fn apply_layer(

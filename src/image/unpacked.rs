@@ -104,7 +104,7 @@ impl Unpacked {
 
     /// Keeps a finished unpacking as image manifest `digest`'s tree and returns its root. When
     /// another process kept the same image meanwhile, that tree is used and this one removed.
-    /// Trees beyond the [`KEPT`] most recently used are removed.
+    /// Older trees are then evicted ([`Unpacked::evict_old`]).
     pub fn keep(&self, u: Unpacking, digest: &str) -> Result<PathBuf> {
         let (list, _) = listing(&u.root()).context("cannot list the unpacked image")?;
         std::fs::write(u.dir.path().join("files"), list)?;

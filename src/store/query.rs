@@ -312,8 +312,8 @@ fn list_bundles_sql(after: bool, limit: usize) -> String {
 }
 
 /// The columns [`encode_row`] reads, for a channel entry `e` joined to its bundle `b` by the
-/// bundle's rowid (schema 9): the channel, package and bundle names, then what the answer is spliced from. Manifests are
-/// read only where `with_manifests` (SQL) holds; a CSV's package parts only for a bundle with
+/// bundle's rowid (schema 9): the channel, package and bundle names, then what the answer is
+/// spliced from. Manifests are read only where `with_manifests` (SQL) holds; a CSV's package parts only for a bundle with
 /// a template, by the integer key of `package_csv`, and only where it is used (ListBundles
 /// sends no manifests of bundles with an image). `csv_parts` is stored before the large
 /// columns (schema 8): stored after the template, reading it walked the template's overflow
