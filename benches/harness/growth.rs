@@ -30,80 +30,139 @@ fn mb(p: &Path) -> f64 {
 const INGEST_RUNS: usize = 3;
 /// Server starts per scale: idle RSS is their median.
 const IDLE_RUNS: usize = 3;
+/// Full ListBundles streams per scale: the time is their median.
+const LIST_RUNS: usize = 7;
 
-/// One scale: generates the catalog (unless the main run already did), ingests, serves.
-fn point(bin: &Path, work: &Path, seed: u64, scale: f64) -> Result<Point, String> {
-    let src = work.join(format!("synth-{scale}x-seed{seed}.fbc.json"));
-    let generated = !src.is_file();
-    if generated {
-        let f = std::fs::File::create(&src).map_err(|e| e.to_string())?;
-        let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
-        crate::synth::write_catalog(&mut w, seed, crate::synth::packages_at(scale))
-            .map_err(|e| e.to_string())?;
-        std::io::Write::flush(&mut w).map_err(|e| e.to_string())?;
-    }
-    let db = work.join(format!("growth-{scale}x.db"));
-    // The largest scale writes and syncs about 2 GB, and one run's time moves with the
-    // machine's I/O by more than the linearity limit: the median of three runs is taken.
-    let mut walls = Vec::new();
-    let mut peak_kb = 0;
-    for _ in 0..INGEST_RUNS {
-        let _ = std::fs::remove_file(&db);
-        let ingest = run_child(
-            Command::new(bin)
-                .arg("ingest")
-                .arg(&src)
-                .arg("-o")
-                .arg(&db)
-                .arg("-q"),
-            &work.join("growth.stderr"),
-        )?;
-        walls.push(ingest.wall.as_secs_f64());
-        peak_kb = peak_kb.max(ingest.maxrss_kb);
-    }
-    let source_mb = mb(&src);
-    if generated {
-        let _ = std::fs::remove_file(&src);
-    }
-    let rt = crate::load::client_runtime().map_err(|e| e.to_string())?;
-    // Idle RSS moves by up to a megabyte between starts of one binary, and one stream's time
-    // by more than the linearity limit: each start is measured idle, then streams ListBundles
-    // once; the medians of the three count (the RSS while streaming: the highest).
-    let (mut idles, mut lists) = (Vec::new(), Vec::new());
-    for _ in 0..IDLE_RUNS {
-        let mut s = Server::spawn(bin, &db, None, &work.join("growth-serve.log"));
-        rt.block_on(crate::load::wait_serving(&mut s, Duration::from_secs(120)))?;
-        s.wait_log("integrity check passed", Duration::from_secs(300));
-        std::thread::sleep(Duration::from_millis(500));
-        idles.push(s.rss_kb() as f64);
-        lists.push(rt.block_on(crate::load::list_bundles(&s)));
-    }
-    let idle = crate::measure::median(&idles);
-    let list_s = crate::measure::median(&lists.iter().map(|l| l.secs).collect::<Vec<_>>());
-    let list_rss_kb = lists.iter().map(|l| l.rss_peak_kb).max().unwrap_or(0);
-    let bundles = lists.last().map_or(0, |l| l.msgs);
-    let p = Point {
-        scale,
-        source_mb,
-        bundles,
-        ingest_s: crate::measure::median(&walls),
-        ingest_rss_mb: peak_kb as f64 / 1024.0,
-        db_mb: mb(&db),
-        idle_rss_mb: idle / 1024.0,
-        list_s,
-        list_rss_mb: list_rss_kb as f64 / 1024.0,
-    };
-    let _ = std::fs::remove_file(&db);
-    eprintln!(
-        "harness: growth {scale}×: {:.0} MB, ingest {:.1} s, DB {:.0} MB, ListBundles {:.2} s",
-        p.source_mb, p.ingest_s, p.db_mb, p.list_s
-    );
-    Ok(p)
+/// One scale's source and database, in the work directory while the scales are measured.
+struct Scale {
+    scale: f64,
+    src: PathBuf,
+    /// Generated here (not by the main run), so removed at the end.
+    generated: bool,
+    db: PathBuf,
 }
 
 /// Measures every scale, smallest first.
+///
+/// This machine's speed drifts by more than the linearity limit over a few seconds (one full
+/// ListBundles of the 16× catalog took 0.30–0.52 s in back-to-back runs of the same binary), and
+/// linearity is a ratio between scales. So the timed runs of all scales are interleaved rather
+/// than done scale after scale: each ingest round ingests every scale once, and each ListBundles
+/// round streams from every scale's server once (smallest first, then largest first), so a slow
+/// stretch of the machine falls on every scale alike.
 pub fn measure(bin: &Path, work: &Path, seed: u64, scales: &[f64]) -> Result<Vec<Point>, String> {
-    scales.iter().map(|&s| point(bin, work, seed, s)).collect()
+    let mut all = Vec::new();
+    for &scale in scales {
+        let src = work.join(format!("synth-{scale}x-seed{seed}.fbc.json"));
+        let generated = !src.is_file();
+        if generated {
+            let f = std::fs::File::create(&src).map_err(|e| e.to_string())?;
+            let mut w = std::io::BufWriter::with_capacity(1 << 20, f);
+            crate::synth::write_catalog(&mut w, seed, crate::synth::packages_at(scale))
+                .map_err(|e| e.to_string())?;
+            std::io::Write::flush(&mut w).map_err(|e| e.to_string())?;
+        }
+        let db = work.join(format!("growth-{scale}x.db"));
+        all.push(Scale {
+            scale,
+            src,
+            generated,
+            db,
+        });
+    }
+    let points = measure_scales(bin, work, &all);
+    for s in &all {
+        let _ = std::fs::remove_file(&s.db);
+        if s.generated {
+            let _ = std::fs::remove_file(&s.src);
+        }
+    }
+    points
+}
+
+fn measure_scales(bin: &Path, work: &Path, all: &[Scale]) -> Result<Vec<Point>, String> {
+    let (mut walls, mut peak_kb) = (vec![Vec::new(); all.len()], vec![0; all.len()]);
+    for _ in 0..INGEST_RUNS {
+        for (i, s) in all.iter().enumerate() {
+            let _ = std::fs::remove_file(&s.db);
+            let ingest = run_child(
+                Command::new(bin)
+                    .arg("ingest")
+                    .arg(&s.src)
+                    .arg("-o")
+                    .arg(&s.db)
+                    .arg("-q"),
+                &work.join("growth.stderr"),
+            )?;
+            walls[i].push(ingest.wall.as_secs_f64());
+            peak_kb[i] = peak_kb[i].max(ingest.maxrss_kb);
+        }
+    }
+    let rt = crate::load::client_runtime().map_err(|e| e.to_string())?;
+    let start = |s: &Scale| -> Result<Server, String> {
+        let log = work.join(format!("growth-serve-{}x.log", s.scale));
+        let mut srv = Server::spawn(bin, &s.db, None, &log);
+        rt.block_on(crate::load::wait_serving(
+            &mut srv,
+            Duration::from_secs(120),
+        ))?;
+        srv.wait_log("integrity check passed", Duration::from_secs(300));
+        std::thread::sleep(Duration::from_millis(500));
+        Ok(srv)
+    };
+    // Idle RSS moves by up to a megabyte between starts of one binary: the median of three.
+    let mut idles = vec![Vec::new(); all.len()];
+    for _ in 0..IDLE_RUNS {
+        for (i, s) in all.iter().enumerate() {
+            idles[i].push(start(s)?.rss_kb() as f64);
+        }
+    }
+    // One server per scale, all up at once (idle but for the stream being timed).
+    let servers = all.iter().map(start).collect::<Result<Vec<_>, _>>()?;
+    let mut lists: Vec<Vec<crate::load::ListStats>> = all.iter().map(|_| Vec::new()).collect();
+    for round in 0..LIST_RUNS {
+        let order: Vec<usize> = if round % 2 == 0 {
+            (0..all.len()).collect()
+        } else {
+            (0..all.len()).rev().collect()
+        };
+        for i in order {
+            lists[i].push(rt.block_on(crate::load::list_bundles(&servers[i])));
+        }
+    }
+    drop(servers);
+    let mut points = Vec::new();
+    for (i, s) in all.iter().enumerate() {
+        let p = Point {
+            scale: s.scale,
+            source_mb: mb(&s.src),
+            bundles: lists[i].last().map_or(0, |l| l.msgs),
+            ingest_s: crate::measure::median(&walls[i]),
+            ingest_rss_mb: peak_kb[i] as f64 / 1024.0,
+            db_mb: mb(&s.db),
+            idle_rss_mb: crate::measure::median(&idles[i]) / 1024.0,
+            list_s: crate::measure::median(&lists[i].iter().map(|l| l.secs).collect::<Vec<_>>()),
+            list_rss_mb: lists[i].iter().map(|l| l.rss_peak_kb).max().unwrap_or(0) as f64 / 1024.0,
+        };
+        let each = |v: Vec<f64>| {
+            v.iter()
+                .map(|x| format!("{x:.2}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        eprintln!(
+            "harness: growth {}×: {:.0} MB, ingest {:.1} s ({}), DB {:.0} MB, ListBundles {:.2} s ({})",
+            p.scale,
+            p.source_mb,
+            p.ingest_s,
+            each(walls[i].clone()),
+            p.db_mb,
+            p.list_s,
+            each(lists[i].iter().map(|l| l.secs).collect())
+        );
+        points.push(p);
+    }
+    Ok(points)
 }
 
 /// Where the plot goes: `docs/bench-growth.svg` for the full run (linked from BENCHMARKS.md),
@@ -241,7 +300,7 @@ pub fn svg(points: &[Point]) -> String {
 /// The report section: the table, the targets from the largest-but-one scale to the largest,
 /// and a link to the plot.
 pub fn section(w: &mut String, points: &Result<Vec<Point>, String>, svg_link: Option<&str>) {
-    let _ = writeln!(w, "\n## Growth\n\nSynthetic catalogs (same seed), each measured the same way: `opreg ingest` three times (median wall time, highest peak RSS), the database's size, `opreg serve` idle RSS 0.5 s after its integrity check passed (median of three starts), and a full ListBundles from each of those starts (median time; every message decoded, server RSS sampled while streaming, the highest).\n");
+    let _ = writeln!(w, "\n## Growth\n\nSynthetic catalogs (same seed), each measured the same way: `opreg ingest` three times (median wall time, highest peak RSS), the database's size, `opreg serve` idle RSS 0.5 s after its integrity check passed (median of three starts), and a full ListBundles seven times from one server per scale (median time; every message decoded, server RSS sampled while streaming, the highest). The timed runs of all scales are interleaved (each round ingests, or streams from, every scale once), so that the machine's drift over a few seconds falls on every scale alike.\n");
     let pts = match points {
         Err(e) => {
             let _ = writeln!(w, "Not measured: {e}");
