@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Benchmarks (issue 7): regenerates BENCHMARKS.md with one command.
 #
-#   scripts/bench.sh                 full run (about 15 minutes on 2 cores; the first time also
+#   scripts/bench.sh                 full run (about 18 minutes on 2 cores; the first time also
 #                                    the dist build, about 5, and the two revisions below, about 4
 #                                    each): the corpus's community and certified catalogs plus
 #                                    synthetic catalogs at 1x, 4x, 16x; then OLM fan-out and a
