@@ -337,7 +337,7 @@ pub fn measure(
 /// at 64 callers (server CPU per call ≤ 1.5 × the floor's, calls/s ≥ 0.8 × the floor's).
 pub fn section(w: &mut String, name: &str, res: &Result<(Vec<FloorRow>, f64), String>) {
     use std::fmt::Write as _;
-    let _ = writeln!(w, "\n## Bundle RPCs against the same-bytes floor\n\n**{name}**. Floor: a second process (`harness floor-serve`) answering each request with the bytes opreg answered it with, held in memory, through the same generated service code and codec; same client, callers, connections and keys (up to {MAX_KEYS} per RPC, the ones opreg answers), each side run three times alternately, the fastest run counts. Targets at 64 callers: server CPU per call ≤ 1.5 × the floor's, calls/s ≥ 0.8 × the floor's.\n");
+    let _ = writeln!(w, "\n## Bundle RPCs against the same-bytes floor\n\n**{name}**. Floor: a second process (`harness floor-serve`) answering each request with the bytes opreg answered it with, held in memory, through the same generated service code and codec; same client, callers, connections and keys (up to {MAX_KEYS} per RPC, the ones opreg answers), each side run {ROUNDS} times alternately, the fastest run counts. Targets at 64 callers: server CPU per call ≤ 1.5 × the floor's, calls/s ≥ 0.8 × the floor's.\n");
     let (rows, mean) = match res {
         Err(e) => {
             let _ = writeln!(w, "Not measured: {e}");

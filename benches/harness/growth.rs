@@ -32,8 +32,9 @@ const INGEST_RUNS: usize = 3;
 const IDLE_RUNS: usize = 3;
 /// Full ListBundles streams per scale: the time is their median. One stream's time moves a
 /// lot from one stream to the next (16×: 0.19–0.45 s, eight streams each from two servers of
-/// one database, alternately, 2026-11-26), so the median of a few moves by more than the
-/// linearity limit; of 31 it moves by a few per cent.
+/// one database, alternately, 2026-11-26), so the median of a few moved by about the linearity
+/// limit (16× → 64× at 0.75–1.13 in the earlier full runs); with 31, 1.01 and 1.00 in the
+/// two full runs and 1.00 by hand.
 const LIST_RUNS: usize = 31;
 
 /// One scale's source and database, in the work directory while the scales are measured.
@@ -124,18 +125,21 @@ fn measure_scales(bin: &Path, work: &Path, all: &[Scale]) -> Result<Vec<Point>, 
     let servers = all.iter().map(start).collect::<Result<Vec<_>, _>>()?;
     let mut lists: Vec<Vec<crate::load::ListStats>> = all.iter().map(|_| Vec::new()).collect();
     for round in 0..LIST_RUNS {
-        let order: Vec<usize> = if round % 2 == 0 {
-            (0..all.len()).collect()
-        } else {
-            (0..all.len()).rev().collect()
-        };
-        for i in order {
+        for j in 0..all.len() {
+            let i = if round % 2 == 0 { j } else { all.len() - 1 - j };
             lists[i].push(rt.block_on(crate::load::list_bundles(&servers[i])));
         }
     }
     drop(servers);
     let mut points = Vec::new();
+    let each = |v: &[f64]| {
+        v.iter()
+            .map(|x| format!("{x:.2}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
     for (i, s) in all.iter().enumerate() {
+        let secs: Vec<f64> = lists[i].iter().map(|l| l.secs).collect();
         let p = Point {
             scale: s.scale,
             source_mb: mb(&s.src),
@@ -144,24 +148,18 @@ fn measure_scales(bin: &Path, work: &Path, all: &[Scale]) -> Result<Vec<Point>, 
             ingest_rss_mb: peak_kb[i] as f64 / 1024.0,
             db_mb: mb(&s.db),
             idle_rss_mb: crate::measure::median(&idles[i]) / 1024.0,
-            list_s: crate::measure::median(&lists[i].iter().map(|l| l.secs).collect::<Vec<_>>()),
+            list_s: crate::measure::median(&secs),
             list_rss_mb: lists[i].iter().map(|l| l.rss_peak_kb).max().unwrap_or(0) as f64 / 1024.0,
-        };
-        let each = |v: Vec<f64>| {
-            v.iter()
-                .map(|x| format!("{x:.2}"))
-                .collect::<Vec<_>>()
-                .join(" ")
         };
         eprintln!(
             "harness: growth {}×: {:.0} MB, ingest {:.1} s ({}), DB {:.0} MB, ListBundles {:.2} s ({})",
             p.scale,
             p.source_mb,
             p.ingest_s,
-            each(walls[i].clone()),
+            each(&walls[i]),
             p.db_mb,
             p.list_s,
-            each(lists[i].iter().map(|l| l.secs).collect())
+            each(&secs)
         );
         points.push(p);
     }
@@ -303,7 +301,7 @@ pub fn svg(points: &[Point]) -> String {
 /// The report section: the table, the targets from the largest-but-one scale to the largest,
 /// and a link to the plot.
 pub fn section(w: &mut String, points: &Result<Vec<Point>, String>, svg_link: Option<&str>) {
-    let _ = writeln!(w, "\n## Growth\n\nSynthetic catalogs (same seed), each measured the same way: `opreg ingest` three times (median wall time, highest peak RSS), the database's size, `opreg serve` idle RSS 0.5 s after its integrity check passed (median of three starts), and a full ListBundles 31 times from one server per scale (median time; every message decoded, server RSS sampled while streaming, the highest). The timed runs of all scales are interleaved (each round ingests, or streams from, every scale once), so that the machine's drift over a few seconds falls on every scale alike.\n");
+    let _ = writeln!(w, "\n## Growth\n\nSynthetic catalogs (same seed), each measured the same way: `opreg ingest` {INGEST_RUNS} times (median wall time, highest peak RSS), the database's size, `opreg serve` idle RSS 0.5 s after its integrity check passed (median of {IDLE_RUNS} starts), and a full ListBundles {LIST_RUNS} times from one server per scale (median time; every message decoded, server RSS sampled while streaming, the highest). The timed runs of all scales are interleaved (each round ingests, or streams from, every scale once), so that the machine's drift over a few seconds falls on every scale alike.\n");
     let pts = match points {
         Err(e) => {
             let _ = writeln!(w, "Not measured: {e}");
