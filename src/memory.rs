@@ -8,7 +8,8 @@
 //! by the next instead of being returned to the OS and faulted in again (with no delay that
 //! churn cost about a third of a bundle RPC's CPU). Memory is then given back when the server
 //! is idle ([`Trimmer`]): idle pooled SQLite connections (and their page caches) are closed,
-//! mimalloc purges every freed page at once, and the resident pages of code are let go of.
+//! the pool of answer buffers ([`answer_buffers`]) is emptied, mimalloc purges every freed page
+//! at once, and the resident pages of code are let go of.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -121,6 +122,7 @@ fn sqlite_allocates_from_mimalloc() {
 /// (a forced collect also collects the calling thread's own pages), and the C library's
 /// malloc returns the free pages of all its arenas (what little still comes from it).
 pub fn give_back() {
+    answer_buffers::clear();
     // SAFETY: both calls only release memory the allocators hold as free.
     unsafe {
         libmimalloc_sys::mi_collect(true);
@@ -310,6 +312,97 @@ impl Trimmer {
             });
         if let Err(e) = spawned {
             tracing::warn!("memory is not given back when idle: cannot start a thread: {e}");
+        }
+    }
+}
+
+/// Buffers that answers are read into, reused from one call to the next.
+///
+/// A bundle RPC's answer (tens of kilobytes) is sent after the call has returned, and its
+/// buffer freed when the connection has written it. Freed to the allocator, such a buffer's
+/// pages are purged shortly after ([`for_serving`]) and the next answer faults fresh pages in
+/// (about two page faults per GetBundleForChannel on the community catalog). Here a freed
+/// buffer goes back to a small pool instead, up to [`answer_buffers::KEEP`] bytes in all;
+/// [`give_back`] empties it.
+pub mod answer_buffers {
+    use std::sync::Mutex;
+
+    /// At most this many bytes of buffers wait in the pool.
+    pub const KEEP: usize = 1 << 20;
+    /// Buffers are at least this large, and a power of two, so that most fit most answers.
+    const MIN: usize = 16 << 10;
+
+    static POOL: Mutex<(Vec<Vec<u8>>, usize)> = Mutex::new((Vec::new(), 0));
+
+    /// An empty buffer with room for at least `len` bytes.
+    pub fn take(len: usize) -> Vec<u8> {
+        if let Ok(mut p) = POOL.lock() {
+            let (bufs, held) = &mut *p;
+            if let Some(i) = bufs.iter().rposition(|b| b.capacity() >= len) {
+                let b = bufs.swap_remove(i);
+                *held -= b.capacity();
+                return b;
+            }
+        }
+        Vec::with_capacity(len.max(MIN).next_power_of_two())
+    }
+
+    /// Owns a buffer taken from the pool (for `Bytes::from_owner`) and returns it on drop.
+    pub struct Reused(pub Vec<u8>);
+
+    impl AsRef<[u8]> for Reused {
+        fn as_ref(&self) -> &[u8] {
+            &self.0
+        }
+    }
+
+    impl Drop for Reused {
+        fn drop(&mut self) {
+            let mut b = std::mem::take(&mut self.0);
+            if let Ok(mut p) = POOL.lock() {
+                let (bufs, held) = &mut *p;
+                if *held + b.capacity() <= KEEP {
+                    b.clear();
+                    *held += b.capacity();
+                    bufs.push(b);
+                }
+            }
+        }
+    }
+
+    /// Bytes of buffers waiting in the pool.
+    pub fn held() -> usize {
+        POOL.lock().map(|p| p.1).unwrap_or(0)
+    }
+
+    /// Frees every pooled buffer.
+    pub fn clear() {
+        let bufs = match POOL.lock() {
+            Ok(mut p) => {
+                p.1 = 0;
+                std::mem::take(&mut p.0)
+            }
+            Err(_) => return,
+        };
+        drop(bufs);
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        /// A buffer comes back to the pool when its owner is dropped, and the pool never
+        /// holds more than KEEP bytes, however many buffers are returned at once. (Other
+        /// tests of this binary may use the pool at the same time; neither check depends on
+        /// them.)
+        #[test]
+        fn returned_buffers_are_kept_up_to_the_bound() {
+            let big: Vec<Reused> = (0..3 * KEEP / MIN).map(|_| Reused(take(MIN))).collect();
+            drop(big);
+            assert!(held() <= KEEP, "{} bytes held", held());
+            assert!(held() > 0, "returned buffers are kept");
+            let b = take(10);
+            assert!(b.is_empty() && b.capacity() >= 10);
         }
     }
 }

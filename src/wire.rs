@@ -408,11 +408,12 @@ pub enum Manifests<'a> {
     Stored(&'a [u8]),
     /// [`WireBundle::manifests`] with a synthesized CSV, [`complete_manifests`]'s rule: the CSV
     /// is csvJson, and the one object when the bundle has none of its own.
+    /// The template and the package's parts are given as read, not copied again.
     Synthesized {
         objects: &'a [u8],
-        template: &'a [u8],
-        description: &'a [u8],
-        icon: &'a [u8],
+        template: Bytes,
+        description: Bytes,
+        icon: Bytes,
     },
 }
 
@@ -446,15 +447,7 @@ pub fn encode_bundle(core: &[u8], entry: &api::Bundle, manifests: Manifests) -> 
             description,
             icon,
         } => {
-            let parts = csv_parts(template);
-            // Each input copied once, and a package part only when the template has its slot.
-            let template = Bytes::copy_from_slice(template);
-            let copy_if = |part: CsvPart, b: &[u8]| match parts.contains(&part) {
-                true => Bytes::copy_from_slice(b),
-                false => Bytes::new(),
-            };
-            let description = copy_if(CsvPart::Description, description);
-            let icon = copy_if(CsvPart::Icon, icon);
+            let parts = csv_parts(&template);
             let csv: Vec<Bytes> = parts
                 .into_iter()
                 .map(|p| match p {

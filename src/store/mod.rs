@@ -19,10 +19,12 @@
 //! | `list` | `opreg list`'s narrow queries: package, channel and entry rows |
 //! | [`package_index`] | packages and channels, held in memory while a store is served |
 //! | [`query`] | the server's read queries and the answers spliced from stored wire forms |
+//! | `blobs` | reading a CSV's template, description and icon into an answer's own buffer |
 //! | [`upgrade_query`] | the [`crate::graph::resolve::UpgradeGraph`] over stored edges |
 
 mod answers;
 mod batch;
+mod blobs;
 mod build;
 mod list;
 mod load;
@@ -85,7 +87,7 @@ struct Inner {
     path: PathBuf,
     /// Idle connections. A caller takes one or opens a new one (immutable opens take
     /// microseconds), so no caller ever waits on another; a stalled stream holds none.
-    idle: Mutex<Vec<Connection>>,
+    idle: Mutex<Vec<Pooled>>,
     /// Packages and channels, read once on first use ([`package_index::PackageIndex`]).
     packages: std::sync::OnceLock<package_index::PackageIndex>,
     /// Dropped with the last handle: a reload's private directory, removed only when no call
@@ -93,16 +95,46 @@ struct Inner {
     _keep: Option<Box<dyn std::any::Any + Send + Sync>>,
 }
 
+/// A connection with its blob handles, which are closed first (fields drop in order).
+struct Pooled {
+    blobs: std::cell::RefCell<blobs::Blobs>,
+    conn: Connection,
+}
+
+impl Pooled {
+    fn new(conn: Connection) -> Pooled {
+        Pooled {
+            blobs: Default::default(),
+            conn,
+        }
+    }
+}
+
 /// A pooled connection, returned to the idle list on drop.
 pub struct Conn<'a> {
-    conn: Option<Connection>,
+    conn: Option<Pooled>,
     store: &'a Inner,
+}
+
+impl Conn<'_> {
+    /// The connection's blob handles ([`blobs`]).
+    fn blobs(&self) -> std::cell::RefMut<'_, blobs::Blobs> {
+        self.conn
+            .as_ref()
+            .expect("connection present until drop")
+            .blobs
+            .borrow_mut()
+    }
 }
 
 impl std::ops::Deref for Conn<'_> {
     type Target = Connection;
     fn deref(&self) -> &Connection {
-        self.conn.as_ref().expect("connection present until drop")
+        &self
+            .conn
+            .as_ref()
+            .expect("connection present until drop")
+            .conn
     }
 }
 
@@ -177,7 +209,7 @@ impl Store {
         Ok(Store {
             inner: Arc::new(Inner {
                 path: path.to_path_buf(),
-                idle: Mutex::new(vec![conn]),
+                idle: Mutex::new(vec![Pooled::new(conn)]),
                 packages: std::sync::OnceLock::new(),
                 _keep: None,
             }),
@@ -203,7 +235,7 @@ impl Store {
         let existing = self.inner.idle.lock().ok().and_then(|mut v| v.pop());
         let conn = match existing {
             Some(c) => c,
-            None => open_read_only(&self.inner.path)?,
+            None => Pooled::new(open_read_only(&self.inner.path)?),
         };
         Ok(Conn {
             conn: Some(conn),
@@ -231,6 +263,15 @@ impl Store {
         )
         .optional()?)
     }
+}
+
+/// The demo catalog written to `demo.db` in `dir` and opened, for the store's unit tests.
+#[cfg(test)]
+fn demo_store(dir: &Path) -> Store {
+    let db = dir.join("demo.db");
+    let cat = crate::demo::catalog().expect("the demo catalog is valid");
+    write_catalog(&cat, &db, &crate::demo::digest(), &mut |_, _| {}).unwrap();
+    Store::open(&db).unwrap()
 }
 
 fn quick_check(conn: &Connection, path: &Path) -> Result<()> {

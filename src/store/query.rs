@@ -8,6 +8,7 @@ use super::Store;
 use crate::api;
 use crate::wire::{encode_bundle, EncodedBundle, Manifests};
 use anyhow::Result;
+use bytes::Bytes;
 use rusqlite::{params, OptionalExtension};
 use std::sync::OnceLock;
 
@@ -132,7 +133,7 @@ impl Store {
         let mut st = c.prepare_cached(sql)?;
         let mut rows = st.query(params)?;
         match rows.next()? {
-            Some(r) => Ok(Ok(encode_row(r, trimmed)?)),
+            Some(r) => Ok(Ok(encode_row(r, trimmed, &c)?)),
             None => Ok(Err(Missing::Bundle)),
         }
     }
@@ -276,7 +277,7 @@ impl Store {
         let mut out = Vec::with_capacity(limit);
         while let Some(r) = rows.next()? {
             let key: StreamKey = (r.get(0)?, r.get(1)?, r.get(2)?);
-            out.push((key, encode_row(r, false)?));
+            out.push((key, encode_row(r, false, &c)?));
         }
         Ok(out)
     }
@@ -313,26 +314,26 @@ fn list_bundles_sql(after: bool, limit: usize) -> String {
 
 /// The columns [`encode_row`] reads, for a channel entry `e` joined to its bundle `b` by the
 /// bundle's rowid (schema 9): the channel, package and bundle names, then what the answer is
-/// spliced from. Manifests are read only where `with_manifests` (SQL) holds; a CSV's package parts only for a bundle with
-/// a template, by the integer key of `package_csv`, and only where it is used (ListBundles
-/// sends no manifests of bundles with an image). `csv_parts` is stored before the large
-/// columns (schema 8): stored after the template, reading it walked the template's overflow
-/// pages, which a single bundle RPC then read again, and for ListBundles that walk was a
-/// third of the query's time.
+/// spliced from. Manifests are read only where `with_manifests` (SQL) holds (ListBundles sends
+/// no manifests of bundles with an image). A synthesized CSV's template and its package's
+/// parts are not columns here: the statement gives the bundle's rowid and `csv_parts`, and
+/// [`read_csv_inputs`] reads them with blob handles. `csv_synth` and `csv_parts` are stored
+/// before the large columns (schema 8), so the statement reads none of their overflow pages.
 fn bundle_select(with_manifests: &str) -> String {
     format!(
         "SELECT e.channel, e.package, e.bundle, e.replaces, e.skips, e.skip_range, b.wire_core,
                 CASE WHEN {with_manifests} THEN b.wire_manifests END,
-                CASE WHEN {with_manifests} THEN b.csv_template END, pc.description, pc.icon
-         FROM channel_entry e JOIN bundle b ON b.id = e.bundle_id
-         LEFT JOIN package_csv pc
-                ON pc.id = CASE WHEN {with_manifests} AND b.csv_template IS NOT NULL
-                                THEN b.csv_parts END"
+                CASE WHEN {with_manifests} THEN b.csv_synth END, b.id, b.csv_parts
+         FROM channel_entry e JOIN bundle b ON b.id = e.bundle_id"
     )
 }
 
-/// One row of [`bundle_select`] as its encoded answer.
-fn encode_row(r: &rusqlite::Row, trimmed: bool) -> rusqlite::Result<EncodedBundle> {
+/// One row of [`bundle_select`] as its encoded answer; `c` is the row's connection.
+fn encode_row(
+    r: &rusqlite::Row,
+    trimmed: bool,
+    c: &super::Conn,
+) -> rusqlite::Result<EncodedBundle> {
     let text = |i: usize| r.get_ref(i).and_then(|v| Ok(v.as_str()?));
     let mut entry = api::Bundle {
         channel_name: r.get(0)?,
@@ -345,24 +346,59 @@ fn encode_row(r: &rusqlite::Row, trimmed: bool) -> rusqlite::Result<EncodedBundl
     }
     let core = r.get_ref(6)?.as_blob()?;
     let manifests = r.get_ref(7)?.as_blob_or_null()?;
-    let bytes = |i: usize| -> rusqlite::Result<Option<&[u8]>> {
-        Ok(match r.get_ref(i)? {
-            rusqlite::types::ValueRef::Text(t) | rusqlite::types::ValueRef::Blob(t) => Some(t),
-            _ => None,
-        })
-    };
-    let template = bytes(8)?;
-    let manifests = match (manifests, template) {
-        (None, _) => Manifests::None,
-        (Some(m), None) => Manifests::Stored(m),
-        (Some(objects), Some(template)) => Manifests::Synthesized {
-            objects,
-            template,
-            description: bytes(9)?.unwrap_or_default(),
-            icon: bytes(10)?.unwrap_or_default(),
-        },
+    let synthesized = r.get::<_, Option<bool>>(8)? == Some(true);
+    let manifests = match manifests {
+        None => Manifests::None,
+        Some(m) if !synthesized => Manifests::Stored(m),
+        Some(objects) => {
+            let [template, description, icon] = read_csv_inputs(c, r.get(9)?, r.get(10)?)?;
+            Manifests::Synthesized {
+                objects,
+                template,
+                description,
+                icon,
+            }
+        }
     };
     Ok(encode_bundle(core, &entry, manifests))
+}
+
+/// A synthesized CSV's template (bundle `bundle_id`) and its package's description and icon
+/// (`package_csv` row `parts`; empty without one), read into one reused buffer
+/// ([`crate::memory::answer_buffers`]) with the connection's blob handles.
+fn read_csv_inputs(
+    c: &super::Conn,
+    bundle_id: i64,
+    parts: Option<i64>,
+) -> rusqlite::Result<[Bytes; 3]> {
+    use super::blobs::Column;
+    use crate::memory::answer_buffers;
+    let mut blobs = c.blobs();
+    let mut cols = vec![(
+        Column::Template,
+        blobs.seek(c, Column::Template, bundle_id)?,
+    )];
+    if let Some(id) = parts {
+        cols.push((Column::Description, blobs.seek(c, Column::Description, id)?));
+        cols.push((Column::Icon, blobs.seek(c, Column::Icon, id)?));
+    }
+    let total = cols.iter().map(|c| c.1).sum();
+    let mut buf = answer_buffers::take(total);
+    let mut ends = Vec::with_capacity(3);
+    for (col, len) in cols {
+        let at = buf.len();
+        blobs.read(c, col, &mut buf.spare_capacity_mut()[..len])?;
+        // SAFETY: `read` filled these `len` bytes.
+        unsafe { buf.set_len(at + len) };
+        ends.push(buf.len());
+    }
+    ends.resize(3, buf.len());
+    let all = Bytes::from_owner(answer_buffers::Reused(buf));
+    Ok([
+        all.slice(..ends[0]),
+        all.slice(ends[0]..ends[1]),
+        all.slice(ends[1]..ends[2]),
+    ])
 }
 
 impl Store {
@@ -387,10 +423,7 @@ mod tests {
     #[test]
     fn paging_never_recompiles_the_page_statement() {
         let dir = tempfile::tempdir().unwrap();
-        let db = dir.path().join("demo.db");
-        let cat = crate::demo::catalog().expect("the demo catalog is valid");
-        super::super::write_catalog(&cat, &db, &crate::demo::digest(), &mut |_, _| {}).unwrap();
-        let store = Store::open(&db).unwrap();
+        let store = super::super::demo_store(dir.path());
         let (mut after, mut pages) = (None, 0);
         while let Some((key, _)) = store.list_bundles_page(after.as_ref(), 2).unwrap().pop() {
             after = Some(key);
