@@ -122,7 +122,6 @@ fn sqlite_allocates_from_mimalloc() {
 /// (a forced collect also collects the calling thread's own pages), and the C library's
 /// malloc returns the free pages of all its arenas (what little still comes from it).
 pub fn give_back() {
-    answer_buffers::clear();
     // SAFETY: both calls only release memory the allocators hold as free.
     unsafe {
         libmimalloc_sys::mi_collect(true);
@@ -263,8 +262,8 @@ impl Drop for Busy {
 
 /// Watches [`Activity`] from a thread of its own. Once no call has started or been in flight
 /// for each of [`Trimmer::ROUNDS`], it trims: asks every worker to collect its heap when it
-/// next parks, runs `release` (the server closes its idle store connections and wakes its
-/// workers), and then [`give_back`]. The later round catches the heaps of blocking threads
+/// next parks, frees the pooled answer buffers, runs `release` (the server closes its idle
+/// store connections and wakes its workers), and then [`give_back`]. The later round catches the heaps of blocking threads
 /// that have exited in between (see [`Trimmer::BLOCKING_KEEP_ALIVE`]). A server that stays
 /// idle is not woken again.
 pub struct Trimmer;
@@ -301,6 +300,10 @@ impl Trimmer {
                     quiet += Self::TICK;
                     if done < Self::ROUNDS.len() && quiet >= Self::ROUNDS[done] {
                         TRIM_EPOCH.fetch_add(1, Ordering::Relaxed);
+                        // Before the workers are woken: a pooled buffer freed here goes back
+                        // to the heap of the worker that allocated it, which collects it
+                        // when it next parks.
+                        answer_buffers::clear();
                         release();
                         // Let the woken workers park (and collect) first.
                         std::thread::sleep(Duration::from_millis(50));
@@ -323,7 +326,7 @@ impl Trimmer {
 /// pages are purged shortly after ([`for_serving`]) and the next answer faults fresh pages in
 /// (about two page faults per GetBundleForChannel on the community catalog). Here a freed
 /// buffer goes back to a small pool instead, up to [`answer_buffers::KEEP`] bytes in all;
-/// [`give_back`] empties it.
+/// the [`Trimmer`] empties it.
 pub mod answer_buffers {
     use std::sync::Mutex;
 
