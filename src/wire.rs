@@ -418,8 +418,10 @@ pub enum Manifests<'a> {
 }
 
 /// One bundle's answer, spliced from stored encodings: `core` (the encoded
-/// [`WireBundle::core`]), the entry's channel-specific fields, and the manifests. Each input is
-/// copied once (they are borrowed from a database row); a synthesized CSV sent twice is shared.
+/// [`WireBundle::core`]), the entry's channel-specific fields, and the manifests. The core, the
+/// entry and stored manifests are copied once (they are borrowed from a database row); a
+/// synthesized CSV's template and package parts are sent as given (the store reads them straight
+/// into their buffer), and a CSV sent twice is shared.
 pub fn encode_bundle(core: &[u8], entry: &api::Bundle, manifests: Manifests) -> EncodedBundle {
     use prost::encoding::{encode_key, encode_varint, WireType};
     use prost::Message;
