@@ -263,9 +263,9 @@ impl Drop for Busy {
 /// Watches [`Activity`] from a thread of its own. Once no call has started or been in flight
 /// for each of [`Trimmer::ROUNDS`], it trims: asks every worker to collect its heap when it
 /// next parks, frees the pooled answer buffers, runs `release` (the server closes its idle
-/// store connections and wakes its workers), and then [`give_back`]. The later round catches the heaps of blocking threads
-/// that have exited in between (see [`Trimmer::BLOCKING_KEEP_ALIVE`]). A server that stays
-/// idle is not woken again.
+/// store connections and wakes its workers), and then [`give_back`]. The later round catches
+/// the heaps of blocking threads that have exited in between (see
+/// [`Trimmer::BLOCKING_KEEP_ALIVE`]). A server that stays idle is not woken again.
 pub struct Trimmer;
 
 impl Trimmer {
@@ -380,13 +380,11 @@ pub mod answer_buffers {
 
     /// Frees every pooled buffer.
     pub fn clear() {
-        let bufs = match POOL.lock() {
-            Ok(mut p) => {
-                p.1 = 0;
-                std::mem::take(&mut p.0)
-            }
-            Err(_) => return,
-        };
+        // Taken out under the lock, freed after it.
+        let bufs = POOL.lock().map(|mut p| {
+            p.1 = 0;
+            std::mem::take(&mut p.0)
+        });
         drop(bufs);
     }
 

@@ -85,7 +85,7 @@ impl Blobs {
     }
 
     /// Reads the whole value [`Blobs::seek`] last pointed `col` at into `dst`, which must be
-    /// exactly its length.
+    /// exactly its length. An empty `dst` reads nothing and needs no seek.
     pub fn read(
         &mut self,
         conn: &Connection,

@@ -373,26 +373,23 @@ fn read_csv_inputs(
 ) -> rusqlite::Result<[Bytes; 3]> {
     use super::blobs::Column;
     use crate::memory::answer_buffers;
+    const COLUMNS: [Column; 3] = [Column::Template, Column::Description, Column::Icon];
     let mut blobs = c.blobs();
-    let mut cols = vec![(
-        Column::Template,
-        blobs.seek(c, Column::Template, bundle_id)?,
-    )];
+    let mut lens = [blobs.seek(c, Column::Template, bundle_id)?, 0, 0];
     if let Some(id) = parts {
-        cols.push((Column::Description, blobs.seek(c, Column::Description, id)?));
-        cols.push((Column::Icon, blobs.seek(c, Column::Icon, id)?));
+        lens[1] = blobs.seek(c, Column::Description, id)?;
+        lens[2] = blobs.seek(c, Column::Icon, id)?;
     }
-    let total = cols.iter().map(|c| c.1).sum();
-    let mut buf = answer_buffers::take(total);
-    let mut ends = Vec::with_capacity(3);
-    for (col, len) in cols {
+    let mut buf = answer_buffers::take(lens.iter().sum());
+    let mut ends = [0; 3];
+    for ((col, len), end) in COLUMNS.into_iter().zip(lens).zip(&mut ends) {
         let at = buf.len();
+        // An empty value reads nothing (its handle may not have been positioned).
         blobs.read(c, col, &mut buf.spare_capacity_mut()[..len])?;
         // SAFETY: `read` filled these `len` bytes.
         unsafe { buf.set_len(at + len) };
-        ends.push(buf.len());
+        *end = buf.len();
     }
-    ends.resize(3, buf.len());
     let all = Bytes::from_owner(answer_buffers::Reused(buf));
     Ok([
         all.slice(..ends[0]),
