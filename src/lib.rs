@@ -3,56 +3,48 @@
 //! Data flows one way:
 //!
 //! ```text
-//!  SOURCE ──► source ──► catalog::* ──► model ──► validate ──► store (SQLite) ──► server
-//!  (paths)   (detect,    (readers)      (data)    (+ graph)     (write once,      (gRPC)
-//!             dispatch)                                          read-only after)
+//!  SOURCE ──► load/ingest ──► source ──► catalog::* ──► model ──► validate ──► store ──► server, http
+//!  (paths,     (the app)      (detect)   (readers)      (data)    (+ graph)    (SQLite)   (gRPC, catalogd)
+//!   images)
 //! ```
 //!
-//! Module map, lowest layer first (a module imports only from the ones above it):
+//! Module map, lowest layer first (ARCHITECTURE.md's `layers` block says which module may use
+//! which, and `tests/layers.rs` enforces it):
 //!
-//! * Leaves: [`text`] (Go `%q` quoting, eliding long strings), [`json`] (canonical JSON, Go's
-//!   escaping), [`yaml`] (YAML 1.1 guards), [`version`] (the blang and Masterminds version
-//!   grammars), [`release`] (bundle release versions: format, normalized name, order),
-//!   [`imageref`] (the docker image reference grammar), [`names`] (the DNS-1123 name rules),
-//!   [`sqlite`] (the one read-only open and header check), [`memory`] (allocator settings,
-//!   giving memory back when idle).
-//! * [`model`]: the catalog as plain data: packages → channels → entries, bundles with
-//!   properties. No I/O, no rules.
-//! * [`diag`]: the diagnostic type (file, document, package/channel/bundle) and rule ids.
-//! * [`graph`]: the update-graph rules, once: which entry upgrades from which bundle
-//!   (replaces, skips, skipRange), channel heads, the replaces walk, and upgrade resolution
-//!   under classic, OLM v1 and semver rules ([`graph::resolve`]).
-//! * [`catalog`]: one reader per input format (FBC, package manifests, bundle directories,
-//!   legacy SQLite indexes) into declarations, assembled into a [`model::Catalog`];
-//!   [`catalog::csv`] is the one place CSV-derived properties are computed;
-//!   [`catalog::fbc`] also renders a catalog back to FBC.
-//! * [`validate`]: upstream's catalog rules, all errors at once, each naming file and rule;
-//!   only it makes a [`validate::ValidCatalog`].
-//! * [`wire`]: model → `api.Bundle` (field-fill rules, csvJson synthesis), and the encoded
-//!   answers bundle RPCs send ([`wire::EncodedBundle`], served through [`served_api`]).
-//! * [`inventory`]: what a catalog holds, as `opreg list`'s rows (from the model, or from the
-//!   store's tables).
-//! * [`diff`]: comparing two catalogs (`opreg diff`), stranding asked of [`graph::resolve`].
-//! * [`template`]: catalog templates (basic, semver) expanded into a catalog, bundles rendered
-//!   by a caller-given renderer.
-//! * [`store`]: the SQLite store: schema from `migrations/`, atomic writes of a
-//!   `ValidCatalog`, materialized edges, read-only queries.
-//! * [`image`]: image references as SOURCEs: pulls catalog, index and bundle images from
-//!   registries or OCI layouts into a private directory whose labelled content the
-//!   [`catalog`] readers then read, like any path.
-//! * [`source`]: SOURCE arguments: telling formats apart and reading any mix of them (the
-//!   catalog readers, or the store for opreg's own databases).
-//! * [`server`]: the gRPC surface: `api.Registry`, `api.ExperimentalRegistry`,
-//!   `opreg.v1.Upgrades`, health and reflection, with graceful shutdown; the unary bundle
-//!   RPCs' answers are sent piece by piece ([`server::direct`]).
-//! * [`http`]: catalogd's HTTP API (OLM v1), `/healthz`, `/readyz`, `/metrics`, from the same
-//!   served version as [`server`]; [`metrics`]: the Prometheus metrics and per-call logs of both.
-//! * [`cli`]: one file per subcommand; exit codes; logging.
+//! * Leaves: [`text`] (Go `%q` quoting, "did you mean"), [`json`] (canonical JSON, Go's
+//!   escaping), [`yaml`] (YAML guards), [`version`] (the blang and Masterminds grammars),
+//!   [`release`] (bundle release versions), [`imageref`] (the docker reference grammar),
+//!   [`names`] (DNS-1123 rules), [`sqlite`] (the one read-only open), [`memory`] (allocator
+//!   settings, giving memory back when idle), [`interrupt`] (SIGINT/SIGTERM as a flag),
+//!   [`log_sink`] (where log lines go).
+//! * [`model`]: the catalog as plain data. No I/O, no rules.
+//! * [`diag`]: the catalog diagnostic; [`error`]: the error every application function returns.
+//! * [`graph`]: the update-graph rules, once, and upgrade resolution ([`graph::resolve`]).
+//! * [`catalog`]: one reader per input format, assembled into a [`model::Catalog`];
+//!   [`catalog::fbc`] also renders FBC.
+//! * [`validate`]: upstream's catalog rules; only it makes a [`validate::ValidCatalog`].
+//! * [`wire`]: model → `api.Bundle`, once per bundle at ingest.
+//! * [`inventory`] (`list`'s rows), [`diff`] (comparing catalogs), [`draw`] (update graphs
+//!   as Mermaid or DOT), [`template`] (catalog templates).
+//! * [`store`]: the SQLite store: schema from `migrations/`, atomic writes, read-only queries.
+//! * [`image`]: image references: pulling into a directory the readers read, building and
+//!   pushing catalog images.
+//! * [`source`]: SOURCE arguments: telling formats apart, reading any mix, the source digest.
+//! * The application: [`load`] (SOURCEs into a valid catalog, every diagnostic returned),
+//!   [`ingest`] (the one build path, streaming on three threads), [`authoring`]
+//!   (`render-template`).
+//! * [`metrics`] (Prometheus metrics, per-call logs); [`server`] (the gRPC surface) and
+//!   [`http`] (catalogd's HTTP API, health, metrics), siblings on one served version.
+//! * [`serve`] (`opreg serve`: runtime, cache, reloads, watch, poll) and [`probe`] (the health
+//!   probe client).
+//! * [`cli`]: parses arguments, calls one library function per command, prints through
+//!   `cli::output`, maps [`error::Error`] to exit codes in one place.
 //! * [`demo`]: the embedded demo catalog served when no SOURCE is given.
 //!
-//! Errors: library code returns `anyhow::Result` for operational failures (I/O, SQLite) and
-//! [`diag::Diagnostics`] for problems in the catalog itself, because a user needs every catalog
-//! problem at once but only the first operational one. The CLI maps them to exit codes.
+//! Errors: catalog problems are [`diag::Diagnostic`]s, all reported at once, because a user
+//! needs every catalog problem in one run; operational failures (I/O, SQLite, the network) are
+//! `anyhow` chains, the first one. Both travel in [`error::Error`], which the CLI maps to exit
+//! codes. The library never prints and never exits.
 
 // A `Diagnostic` is a rich, cold-path error value (file, scope, rule, message); boxing it on
 // every fallible parse helper would only add noise.
@@ -77,22 +69,31 @@ pub mod upgrades_api {
     tonic::include_proto!("opreg.v1");
 }
 
+pub mod authoring;
 pub mod catalog;
 pub mod cli;
 pub mod demo;
 pub mod diag;
 pub mod diff;
+pub mod draw;
+pub mod error;
 pub mod graph;
 pub mod http;
 pub mod image;
 pub mod imageref;
+pub mod ingest;
+pub mod interrupt;
 pub mod inventory;
 pub mod json;
+pub mod load;
+pub mod log_sink;
 pub mod memory;
 pub mod metrics;
 pub mod model;
 pub mod names;
+pub mod probe;
 pub mod release;
+pub mod serve;
 pub mod server;
 pub mod source;
 pub mod sqlite;

@@ -102,10 +102,24 @@ pub fn load_sources_with(
     warnings: &mut Vec<Diagnostic>,
     sink: &mut BundleSink<'_>,
 ) -> (Catalog, Vec<Diagnostic>) {
+    load_sources_excluding(sources, &[], warnings, sink)
+}
+
+/// [`load_sources_with`], never reading the files named in `exclude` (by any path).
+pub fn load_sources_excluding(
+    sources: &[PathBuf],
+    exclude: &[PathBuf],
+    warnings: &mut Vec<Diagnostic>,
+    sink: &mut BundleSink<'_>,
+) -> (Catalog, Vec<Diagnostic>) {
+    let exclude = catalog::Exclude::new(exclude);
     let mut diags = Vec::new();
     let mut decls = Vec::new();
     for src in sources {
         let first_new = decls.len();
+        if exclude.contains_path(src) {
+            continue;
+        }
         let kind = match detect(src) {
             Ok(k) => k,
             Err(e) => {
@@ -118,7 +132,9 @@ pub fn load_sources_with(
         };
         match kind {
             SourceKind::Fbc => {
-                decls.extend(fbc::read_path_with(src, &mut diags, &mut *sink));
+                decls.extend(fbc::read_path_excluding(
+                    src, &exclude, &mut diags, &mut *sink,
+                ));
                 continue;
             }
             SourceKind::Manifests => decls.extend(manifests::read_tree(src, &mut diags, warnings)),
@@ -155,4 +171,47 @@ pub fn load_sources_with(
         }
     });
     (catalog, diags)
+}
+
+/// A digest of SOURCEs' contents: paths, sizes and bytes of every file (but those `exclude`
+/// names), plus this opreg's version and schema, so a cache built by another opreg or from
+/// other content never matches. `cancel` stops it early (the result is then an error).
+pub fn digest(
+    sources: &[PathBuf],
+    exclude: &[PathBuf],
+    cancel: &std::sync::atomic::AtomicBool,
+) -> std::io::Result<String> {
+    use sha2::{Digest, Sha256};
+    use std::sync::atomic::Ordering;
+    let exclude = catalog::Exclude::new(exclude);
+    let mut h = Sha256::new();
+    h.update(env!("CARGO_PKG_VERSION").as_bytes());
+    h.update(crate::store::schema_version().to_le_bytes());
+    for src in sources {
+        let mut files: Vec<PathBuf> = walkdir::WalkDir::new(src)
+            .follow_links(true)
+            .into_iter()
+            .filter_map(Result::ok)
+            .filter(|e| e.file_type().is_file())
+            .filter(|e| !e.metadata().is_ok_and(|m| exclude.contains(&m)))
+            .map(|e| e.into_path())
+            .collect();
+        files.sort();
+        for f in files {
+            if cancel.load(Ordering::Relaxed) {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::Interrupted,
+                    "interrupted",
+                ));
+            }
+            let rel = f.strip_prefix(src).unwrap_or(&f);
+            h.update(rel.to_string_lossy().as_bytes());
+            h.update([0]);
+            // Streamed: a catalog file is never held in memory whole.
+            let mut file = std::fs::File::open(&f)?;
+            h.update(file.metadata()?.len().to_le_bytes());
+            std::io::copy(&mut file, &mut h)?;
+        }
+    }
+    Ok(format!("sha256:{:x}", h.finalize()))
 }

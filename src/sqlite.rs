@@ -10,15 +10,15 @@ use std::path::Path;
 pub const MAGIC: &[u8; 16] = b"SQLite format 3\0";
 
 /// Opens `path` read-only and immutable (SQLite takes no locks and never writes a journal),
-/// with `query_only` set. The path is passed as a URI, so `%`, `?` and `#` are escaped.
+/// with `query_only` set. The path is passed as a URI of its bytes: `%`, `?`, `#` and every
+/// byte outside printable ASCII are percent-escaped, so any path (not UTF-8 too) opens.
 pub fn open_read_only(path: &Path) -> Result<Connection> {
     let mut uri = String::from("file:");
-    for c in path.to_string_lossy().chars() {
-        match c {
-            '%' => uri.push_str("%25"),
-            '?' => uri.push_str("%3f"),
-            '#' => uri.push_str("%23"),
-            c => uri.push(c),
+    for &b in path_bytes(path).iter() {
+        match b {
+            b'%' | b'?' | b'#' => uri.push_str(&format!("%{b:02x}")),
+            0x21..=0x7e => uri.push(b as char),
+            _ => uri.push_str(&format!("%{b:02x}")),
         }
     }
     uri.push_str("?immutable=1");
@@ -31,6 +31,17 @@ pub fn open_read_only(path: &Path) -> Result<Connection> {
     .with_context(|| format!("cannot open {}", path.display()))?;
     conn.execute_batch("PRAGMA query_only = ON;")?;
     Ok(conn)
+}
+
+#[cfg(unix)]
+fn path_bytes(path: &Path) -> std::borrow::Cow<'_, [u8]> {
+    use std::os::unix::ffi::OsStrExt;
+    std::borrow::Cow::Borrowed(path.as_os_str().as_bytes())
+}
+
+#[cfg(not(unix))]
+fn path_bytes(path: &Path) -> std::borrow::Cow<'_, [u8]> {
+    std::borrow::Cow::Owned(path.to_string_lossy().into_owned().into_bytes())
 }
 
 /// Checks the 100-byte SQLite header against the file: the magic string, a valid page size,

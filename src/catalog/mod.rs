@@ -41,6 +41,46 @@ pub enum Decl {
 /// Diagnostics it pushes are reported with the load's.
 pub type BundleSink<'a> = dyn FnMut(Bundle, &mut Vec<Diagnostic>) -> Bundle + 'a;
 
+/// Files that are never read as catalog input, whatever their names: the database an ingest is
+/// writing into the directory it reads, and that database's temporary file. Known by device
+/// and inode, so any path to them matches.
+#[derive(Clone, Debug, Default)]
+pub struct Exclude(Vec<(u64, u64)>);
+
+impl Exclude {
+    /// The files among `paths` that exist (a file that does not exist cannot be read anyway).
+    pub fn new(paths: &[std::path::PathBuf]) -> Exclude {
+        Exclude(
+            paths
+                .iter()
+                .filter_map(|p| std::fs::metadata(p).ok())
+                .map(|m| file_id(&m))
+                .collect(),
+        )
+    }
+
+    /// True when the file `meta` describes is excluded.
+    pub fn contains(&self, meta: &std::fs::Metadata) -> bool {
+        !self.0.is_empty() && self.0.contains(&file_id(meta))
+    }
+
+    /// True when the file at `path` is excluded.
+    pub fn contains_path(&self, path: &std::path::Path) -> bool {
+        !self.0.is_empty() && std::fs::metadata(path).is_ok_and(|m| self.contains(&m))
+    }
+}
+
+#[cfg(unix)]
+fn file_id(m: &std::fs::Metadata) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt;
+    (m.dev(), m.ino())
+}
+
+#[cfg(not(unix))]
+fn file_id(m: &std::fs::Metadata) -> (u64, u64) {
+    (m.len(), 0)
+}
+
 /// Splits a catalog back into declarations (used to merge a built DB with other sources).
 pub fn decompose(cat: Catalog) -> Vec<Decl> {
     let mut out = Vec::new();

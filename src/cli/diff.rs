@@ -42,25 +42,54 @@ pub enum SemanticsArg {
     V1,
 }
 
+/// Exit code of `diff` when OLD or NEW cannot be read or is invalid: apart from 1, so that a
+/// CI gate can tell "something is stranded" from "the comparison did not run".
+pub const EXIT_UNREADABLE: i32 = 3;
+
 pub fn run(a: Args) -> i32 {
-    let (old, new) = match (load(&a.old, &a), load(&a.new, &a)) {
-        (Ok(o), Ok(n)) => (o, n),
-        (Err(c), _) | (_, Err(c)) => return c,
-    };
     let semantics = match a.semantics {
         SemanticsArg::Classic => Semantics::Classic,
         SemanticsArg::V1 => Semantics::V1,
     };
-    let report = crate::diff::diff(&old, &new, semantics);
-    match a.output {
-        Output::Json => match serde_json::to_string_pretty(&report) {
-            Ok(s) => println!("{s}"),
-            Err(e) => {
-                eprintln!("error: {e}");
-                return super::EXIT_FAILURE;
+    let loaded = crate::load::sources(std::slice::from_ref(&a.old), &a.image).and_then(|o| {
+        Ok((
+            o,
+            crate::load::sources(std::slice::from_ref(&a.new), &a.image)?,
+        ))
+    });
+    let (old, new) = match loaded {
+        Ok(both) => both,
+        Err(e) => {
+            if a.output == Output::Json {
+                let doc = serde_json::json!({
+                    "semantics": semantics.to_string(),
+                    "error": e.detail(),
+                });
+                let _ = super::output::out(&format!("{doc:#}\n"));
             }
-        },
-        Output::Text => print!("{}", text(&report)),
+            return match super::fail(e) {
+                super::EXIT_FAILURE => EXIT_UNREADABLE,
+                code => code,
+            };
+        }
+    };
+    let report = crate::diff::diff(&old.catalog, &new.catalog, semantics);
+    let written = match a.output {
+        Output::Json => {
+            let doc = Json {
+                report: &report,
+                error: None,
+            };
+            match serde_json::to_string_pretty(&doc) {
+                Ok(j) => super::output::out(&(j + "\n")),
+                Err(e) => Err(std::io::Error::other(e)),
+            }
+        }
+        Output::Text => super::output::out(&text(&report)),
+    };
+    if let Err(e) = written {
+        super::output::error(format_args!("writing output: {e}"));
+        return super::EXIT_FAILURE;
     }
     if report.stranded.is_empty() {
         super::EXIT_OK
@@ -69,12 +98,12 @@ pub fn run(a: Args) -> i32 {
     }
 }
 
-fn load(src: &std::path::Path, a: &Args) -> Result<crate::validate::ValidCatalog, i32> {
-    let resolved =
-        crate::cli::resolve_or_exit(std::slice::from_ref(&src.to_path_buf()), &a.image, true)?;
-    super::load_valid_with(&resolved.paths, &resolved, false, true, &mut |b, _| {
-        resolved.finish_bundle(b)
-    })
+/// The JSON report: the comparison, and `error` (null when it ran).
+#[derive(serde::Serialize)]
+struct Json<'a> {
+    #[serde(flatten)]
+    report: &'a Report,
+    error: Option<String>,
 }
 
 /// Items listed per section before "and N more".

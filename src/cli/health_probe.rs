@@ -4,17 +4,8 @@
 //! Exit codes: 0 SERVING, 1 bad arguments, 2 connection failure, 3 RPC failure or timeout,
 //! 4 the status was not SERVING.
 
-use std::io::Write;
+use crate::probe::{EXIT_ARGS, EXIT_SERVING};
 use std::time::Duration;
-use tonic_health::pb::{
-    health_check_response::ServingStatus, health_client::HealthClient, HealthCheckRequest,
-};
-
-pub const EXIT_SERVING: i32 = 0;
-pub const EXIT_ARGS: i32 = 1;
-pub const EXIT_CONNECT: i32 = 2;
-pub const EXIT_RPC: i32 = 3;
-pub const EXIT_UNHEALTHY: i32 = 4;
 
 // Help text: the doc comment of `Command::HealthProbe` in src/cli/mod.rs.
 #[derive(clap::Args, Debug, Clone)]
@@ -243,29 +234,6 @@ fn go_flag_duration(name: &str, value: &str) -> Result<Duration, String> {
         .map_err(|_| format!("invalid value {value:?} for flag -{name}: parse error"))
 }
 
-/// Why a connection failed, without tonic's uninformative outer "transport error": the
-/// innermost cause, with "connection refused" and DNS failures named as such.
-fn connect_failure(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut causes = Vec::new();
-    let mut cur = Some(e);
-    while let Some(c) = cur {
-        if let Some(io) = c.downcast_ref::<std::io::Error>() {
-            if io.kind() == std::io::ErrorKind::ConnectionRefused {
-                return "connection refused".into();
-            }
-        }
-        causes.push(c.to_string());
-        cur = c.source();
-    }
-    causes.retain(|c| c != "transport error");
-    let detail = causes.last().cloned().unwrap_or_else(|| e.to_string());
-    if causes.iter().any(|c| c.starts_with("dns error")) {
-        format!("DNS lookup failed: {detail}")
-    } else {
-        detail
-    }
-}
-
 /// Entry point when invoked as `grpc_health_probe`.
 pub fn run_go_style(args: &[std::ffi::OsString]) -> i32 {
     // As grpc_health_probe: `-h`/`-help` print the usage and exit 1 (its flag set reports
@@ -273,15 +241,14 @@ pub fn run_go_style(args: &[std::ffi::OsString]) -> i32 {
     for arg in args.iter().map(|s| s.to_string_lossy()) {
         match arg.trim_start_matches('-') {
             "h" | "help" if arg.starts_with('-') => {
-                let _ = write!(std::io::stderr(), "{GO_USAGE}");
+                super::output::plain(GO_USAGE.trim_end());
                 return EXIT_ARGS;
             }
             "version" | "version=true" if arg.starts_with('-') => {
-                let _ = writeln!(
-                    std::io::stdout(),
-                    "opreg {} (grpc_health_probe compatible)",
+                let _ = super::output::out(&format!(
+                    "opreg {} (grpc_health_probe compatible)\n",
                     env!("CARGO_PKG_VERSION")
-                );
+                ));
                 return EXIT_SERVING;
             }
             _ => {}
@@ -290,140 +257,44 @@ pub fn run_go_style(args: &[std::ffi::OsString]) -> i32 {
     match parse_go_flags(args) {
         Ok(a) => run(a),
         Err(e) => {
-            let _ = writeln!(std::io::stderr(), "error: {e}");
+            super::output::plain(&format!("error: {e}"));
             EXIT_ARGS
         }
     }
 }
 
-pub fn run(a: Args) -> i32 {
-    let rt = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            let _ = writeln!(std::io::stderr(), "error: {e}");
-            return EXIT_RPC;
+impl Args {
+    fn options(&self) -> crate::probe::ProbeOptions {
+        crate::probe::ProbeOptions {
+            addr: self.addr.clone(),
+            service: self.service.clone(),
+            connect_timeout: self.connect_timeout,
+            rpc_timeout: self.rpc_timeout,
+            tls: self.tls,
+            tls_ca_cert: self.tls_ca_cert.clone(),
+            tls_no_verify: self.tls_no_verify,
+            tls_server_name: self.tls_server_name.clone(),
         }
-    };
+    }
+}
+
+pub fn run(a: Args) -> i32 {
     let started = std::time::Instant::now();
-    let (code, msg) = rt.block_on(check(&a));
+    let (code, msg) = crate::probe::run(&a.options());
     if a.verbose {
-        let _ = writeln!(
-            std::io::stderr(),
+        super::output::plain(&format!(
             "addr={} service={:?} time elapsed: {:?}",
             a.addr,
             a.service,
             started.elapsed()
-        );
+        ));
     }
     if code == EXIT_SERVING {
-        let _ = writeln!(std::io::stdout(), "{msg}");
+        let _ = super::output::out(&format!("{msg}\n"));
     } else {
-        let _ = writeln!(std::io::stderr(), "{msg}");
+        super::output::plain(&msg);
     }
     code
-}
-
-/// Performs one check; returns the exit code and a one-line message.
-pub async fn check(a: &Args) -> (i32, String) {
-    let addr = if a.addr.starts_with(':') {
-        format!("127.0.0.1{}", a.addr)
-    } else {
-        a.addr.clone()
-    };
-    let endpoint = match tonic::transport::Endpoint::from_shared(format!("http://{addr}")) {
-        Ok(e) => e.connect_timeout(a.connect_timeout),
-        Err(e) => return (EXIT_ARGS, format!("error: invalid -addr {:?}: {e}", a.addr)),
-    };
-    let connect = async {
-        if !a.tls {
-            return endpoint.connect().await.map_err(anyhow::Error::from);
-        }
-        let trust = match (&a.tls_ca_cert, a.tls_no_verify) {
-            (Some(p), _) => crate::http::tls::Trust::CaFile("-tls-ca-cert", p),
-            (None, true) => crate::http::tls::Trust::NoVerify,
-            (None, false) => crate::http::tls::Trust::PublicRoots,
-        };
-        let cfg = crate::http::tls::client_config(trust)?;
-        let host = a.tls_server_name.clone().unwrap_or_else(|| {
-            addr.rsplit_once(':')
-                .map(|(h, _)| h.trim_matches(|c| c == '[' || c == ']').to_string())
-                .unwrap_or_else(|| addr.clone())
-        });
-        let name = rustls::pki_types::ServerName::try_from(host.clone())
-            .map_err(|e| anyhow::anyhow!("invalid server name {host:?}: {e}"))?;
-        let target = addr.clone();
-        let connector = tower::service_fn(move |_: http::Uri| {
-            let (cfg, name, target) = (cfg.clone(), name.clone(), target.clone());
-            async move {
-                let tcp = tokio::net::TcpStream::connect(target).await?;
-                let tls = tokio_rustls::TlsConnector::from(cfg)
-                    .connect(name, tcp)
-                    .await?;
-                Ok::<_, std::io::Error>(hyper_util::rt::TokioIo::new(tls))
-            }
-        });
-        endpoint
-            .connect_with_connector(connector)
-            .await
-            .map_err(anyhow::Error::from)
-    };
-    let channel = match tokio::time::timeout(a.connect_timeout, connect).await {
-        Ok(Ok(c)) => c,
-        Ok(Err(e)) => {
-            return (
-                EXIT_CONNECT,
-                format!(
-                    "error: failed to connect service at {:?}: {}",
-                    a.addr,
-                    connect_failure(AsRef::<dyn std::error::Error + Send + Sync>::as_ref(&e))
-                ),
-            )
-        }
-        Err(_) => {
-            return (
-                EXIT_CONNECT,
-                format!(
-                    "timeout: failed to connect service {:?} within {:?}",
-                    a.addr, a.connect_timeout
-                ),
-            )
-        }
-    };
-    let mut client = HealthClient::new(channel);
-    let req = HealthCheckRequest {
-        service: a.service.clone(),
-    };
-    match tokio::time::timeout(a.rpc_timeout, client.check(req)).await {
-        Err(_) => (
-            EXIT_RPC,
-            format!(
-                "timeout: health rpc did not complete within {:?}",
-                a.rpc_timeout
-            ),
-        ),
-        Ok(Err(s)) => (
-            EXIT_RPC,
-            format!("error: health rpc failed: {}: {}", s.code(), s.message()),
-        ),
-        Ok(Ok(resp)) => {
-            let status =
-                ServingStatus::try_from(resp.into_inner().status).unwrap_or(ServingStatus::Unknown);
-            if status == ServingStatus::Serving {
-                (EXIT_SERVING, "status: SERVING".into())
-            } else {
-                (
-                    EXIT_UNHEALTHY,
-                    format!(
-                        "service unhealthy (responded with {:?})",
-                        status.as_str_name()
-                    ),
-                )
-            }
-        }
-    }
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@
 use crate::inventory::{self, Rows};
 use clap::{Subcommand, ValueEnum};
 use serde::Serialize;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 // Help text: the doc comment of `Command::List` in src/cli/mod.rs.
 #[derive(clap::Args, Debug)]
@@ -69,7 +69,7 @@ pub fn run(a: Args) -> i32 {
     };
     let rows = match rows(kind, &t) {
         Ok(r) => r,
-        Err(code) => return code,
+        Err(e) => return super::fail(e),
     };
     let out = match (kind, t.output) {
         (Kind::Packages, Output::Json) => json(&rows.packages),
@@ -115,8 +115,12 @@ pub fn run(a: Args) -> i32 {
             )
         }
     };
-    print!("{out}");
-    super::EXIT_OK
+    match super::output::out(&out) {
+        Ok(()) => super::EXIT_OK,
+        Err(e) => super::fail(crate::error::Error::failed(format_args!(
+            "writing output: {e}"
+        ))),
+    }
 }
 
 fn json<T: Serialize>(rows: &[T]) -> String {
@@ -149,44 +153,41 @@ pub fn table<'a>(header: &[&'a str], rows: impl Iterator<Item = Vec<&'a str>>) -
     out
 }
 
-fn rows(kind: Kind, t: &Target) -> Result<Rows, i32> {
+fn rows(kind: Kind, t: &Target) -> crate::error::Result<Rows> {
+    use crate::load::Opened;
     let pkg = t.package.as_deref();
-    let missing = |p: &str| {
-        eprintln!("error: {} has no package {p:?}", t.source.display());
-        super::EXIT_FAILURE
+    let missing = |p: &str, names: Vec<String>| {
+        let near = crate::text::nearest(p, names.iter().map(String::as_str), 3);
+        crate::error::Error::failed(format_args!(
+            "{} has no package {p:?}{}",
+            t.source.display(),
+            crate::text::did_you_mean(&near)
+        ))
     };
-    if is_db(&t.source) {
-        let store = crate::store::Store::open_unverified(&t.source).map_err(fail)?;
-        if let Some(p) = pkg {
-            if !store.has_package(p).map_err(fail)? {
-                return Err(missing(p));
+    match crate::load::open(&t.source, &t.image)? {
+        Opened::Store(store) => {
+            if let Some(p) = pkg {
+                if !store.has_package(p)? {
+                    let names = store.list_package_rows(None)?;
+                    return Err(missing(p, names.into_iter().map(|r| r.name).collect()));
+                }
             }
+            let mut rows = Rows::default();
+            match kind {
+                Kind::Packages => rows.packages = store.list_package_rows(pkg)?,
+                Kind::Channels => rows.channels = store.list_channel_rows(pkg)?,
+                Kind::Bundles => rows.bundles = store.list_bundle_rows(pkg)?,
+            }
+            Ok(rows)
         }
-        let mut rows = Rows::default();
-        match kind {
-            Kind::Packages => rows.packages = store.list_package_rows(pkg).map_err(fail)?,
-            Kind::Channels => rows.channels = store.list_channel_rows(pkg).map_err(fail)?,
-            Kind::Bundles => rows.bundles = store.list_bundle_rows(pkg).map_err(fail)?,
+        Opened::Catalog(loaded) => {
+            let cat = &loaded.catalog;
+            if let Some(p) = pkg {
+                if !cat.packages.contains_key(p) {
+                    return Err(missing(p, cat.packages.keys().cloned().collect()));
+                }
+            }
+            Ok(inventory::rows_of(cat, pkg))
         }
-        return Ok(rows);
     }
-    let resolved = crate::cli::resolve_or_exit(std::slice::from_ref(&t.source), &t.image, true)?;
-    let cat = super::load_valid_with(&resolved.paths, &resolved, false, true, &mut |b, _| {
-        resolved.finish_bundle(b)
-    })?;
-    if let Some(p) = pkg {
-        if !cat.packages.contains_key(p) {
-            return Err(missing(p));
-        }
-    }
-    Ok(inventory::rows_of(&cat, pkg))
-}
-
-fn is_db(p: &Path) -> bool {
-    p.is_file() && crate::store::is_opreg_db(p)
-}
-
-fn fail(e: anyhow::Error) -> i32 {
-    eprintln!("error: {}", format!("{e:#}").replace('\n', "; "));
-    super::EXIT_FAILURE
 }

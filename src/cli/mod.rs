@@ -9,27 +9,23 @@ pub mod graph;
 pub mod health_probe;
 pub mod ingest;
 pub mod list;
-pub mod load;
-pub mod log_sink;
 pub mod opm;
 pub mod output;
-pub mod poll;
-pub mod reload;
 pub mod render;
 pub mod render_template;
 pub mod serve;
 pub mod upgrade;
 pub mod validate;
 
-use crate::validate::ValidCatalog;
 use clap::{Parser, Subcommand, ValueEnum};
 use std::io::IsTerminal;
-use std::path::PathBuf;
 
 /// Exit codes.
 pub const EXIT_OK: i32 = 0;
 pub const EXIT_FAILURE: i32 = 1;
 pub const EXIT_USAGE: i32 = 2;
+/// Stopped by SIGINT or SIGTERM (128 + SIGINT, as a shell reports it).
+pub const EXIT_INTERRUPTED: i32 = 130;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -73,7 +69,7 @@ pub enum Command {
     /// With -o json or -o yaml the report is one document on stdout: `valid`, the `packages`,
     /// `bundles` and `entries` counted (when valid), and `diagnostics`, each with `severity`
     /// (error or warning), `rule` (the stable id), `file`, `document`, `package`, `channel`,
-    /// `bundle` (null when not applicable) and `message`.
+    /// `bundle` (null when not applicable), `message` and `help` (null when there is none).
     ///
     /// Exit codes: 0 valid (warnings may be printed), 1 invalid (or any warning, with
     /// --warnings-as-errors), 2 usage error.
@@ -214,6 +210,10 @@ pub fn run(argv: Vec<std::ffi::OsString>) -> i32 {
     if program == "opm" {
         return opm::run_opm_compat(&argv[1..]);
     }
+    // `opreg health-probe -addr=:50051`: grpc_health_probe's single-dash flags under either name.
+    if argv.get(1).is_some_and(|a| a == "health-probe") && argv[2..].iter().any(is_go_flag) {
+        return health_probe::run_go_style(&argv[2..]);
+    }
     let cli = match Cli::try_parse_from(argv) {
         Ok(c) => c,
         Err(e) => {
@@ -222,6 +222,15 @@ pub fn run(argv: Vec<std::ffi::OsString>) -> i32 {
         }
     };
     dispatch(cli)
+}
+
+/// A Go-style long flag (`-addr=:1`, `-rpc-timeout`): one dash, then a word.
+fn is_go_flag(arg: &std::ffi::OsString) -> bool {
+    let a = arg.to_string_lossy();
+    a.len() > 2
+        && a.starts_with('-')
+        && !a.starts_with("--")
+        && a.as_bytes()[2].is_ascii_alphabetic()
 }
 
 pub fn dispatch(cli: Cli) -> i32 {
@@ -267,7 +276,7 @@ pub fn init_logging(format: LogFormat, debug: bool) {
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(std::io::stderr().is_terminal())
-        .with_writer(log_sink::Sink)
+        .with_writer(crate::log_sink::Sink)
         .log_internal_errors(false);
     let _ = match format {
         LogFormat::Text => builder.try_init(),
@@ -280,68 +289,39 @@ pub fn show_progress(quiet: bool) -> bool {
     !quiet && std::io::stderr().is_terminal()
 }
 
-/// Reads and validates SOURCEs, printing every diagnostic to stderr. `Err` carries the exit code.
-pub fn load_valid(sources: &[PathBuf], progress: bool, quiet: bool) -> Result<ValidCatalog, i32> {
-    load_valid_with(
-        sources,
-        &crate::image::Resolved::default(),
-        progress,
-        quiet,
-        &mut |b, _| b,
-    )
-}
-
-/// [`load_valid`], handing each bundle to `sink` as it is read and naming files unpacked from
-/// `images` by their image ([`crate::source::load_sources_with`]). An empty catalog is
-/// accepted here; commands that refuse one unless `--allow-empty` use
-/// [`load::load_valid_opts`].
-pub fn load_valid_with(
-    sources: &[PathBuf],
-    images: &crate::image::Resolved,
-    progress: bool,
-    quiet: bool,
-    sink: &mut crate::catalog::BundleSink<'_>,
-) -> Result<ValidCatalog, i32> {
-    load::load_valid_opts(sources, images, progress, quiet, true, sink)
-}
-
-/// A digest of SOURCEs' contents: paths, sizes and bytes of every file, plus this opreg's
-/// version and schema, so a cache built by another opreg or from other content never matches.
-pub fn source_digest(sources: &[PathBuf]) -> std::io::Result<String> {
-    use sha2::{Digest, Sha256};
-    let mut h = Sha256::new();
-    h.update(env!("CARGO_PKG_VERSION").as_bytes());
-    h.update(crate::store::schema_version().to_le_bytes());
-    for src in sources {
-        let mut files: Vec<PathBuf> = walkdir::WalkDir::new(src)
-            .follow_links(true)
-            .into_iter()
-            .filter_map(Result::ok)
-            .filter(|e| e.file_type().is_file())
-            .map(|e| e.into_path())
-            .collect();
-        files.sort();
-        for f in files {
-            let rel = f.strip_prefix(src).unwrap_or(&f);
-            h.update(rel.to_string_lossy().as_bytes());
-            h.update([0]);
-            // Streamed: a catalog file is never held in memory whole.
-            let mut file = std::fs::File::open(&f)?;
-            h.update(file.metadata()?.len().to_le_bytes());
-            std::io::copy(&mut file, &mut h)?;
+/// Reports a failed command and gives its exit code: the one place errors become exit codes.
+/// An invalid catalog prints its warnings and every error, then a count; a usage error exits 2;
+/// everything else is one line and exit 1 (130 when interrupted by a signal).
+pub fn fail(e: crate::error::Error) -> i32 {
+    use crate::error::Error;
+    match e {
+        Error::Invalid { errors, warnings } => {
+            warnings.iter().for_each(output::diagnostic);
+            errors.iter().for_each(output::diagnostic);
+            output::failure_summary(format_args!(
+                "{} error(s): the catalog is invalid",
+                errors.len()
+            ));
+            EXIT_FAILURE
+        }
+        Error::Usage(msg) => {
+            output::error(msg);
+            EXIT_USAGE
+        }
+        Error::Interrupted => {
+            output::error("interrupted; nothing was written");
+            EXIT_INTERRUPTED
+        }
+        e @ Error::Failed(_) => {
+            output::error(e.detail());
+            EXIT_FAILURE
         }
     }
-    Ok(format!("sha256:{:x}", h.finalize()))
 }
 
-/// [`crate::image::resolve`] for the CLI: prints the one-line error and returns the exit code on failure.
-pub fn resolve_or_exit(
-    sources: &[PathBuf],
-    args: &crate::image::ImageArgs,
-    quiet: bool,
-) -> Result<crate::image::Resolved, i32> {
-    crate::image::resolve(sources, args, show_progress(quiet)).map_err(|e| {
-        output::error(crate::image::one_line(&e));
-        EXIT_FAILURE
-    })
+/// Prints the warnings of a command that succeeded (unless `quiet`).
+pub fn warnings(w: &[crate::diag::Diagnostic], quiet: bool) {
+    if !quiet {
+        w.iter().for_each(output::diagnostic);
+    }
 }

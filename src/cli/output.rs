@@ -55,6 +55,11 @@ fn err_line(line: &str) {
     let _ = writeln!(e, "{line}");
 }
 
+/// A line on stderr as it is, in either log format (grpc_health_probe's own output).
+pub fn plain(line: &str) {
+    err_line(line)
+}
+
 /// A catalog diagnostic: its one-line form, or a JSON log event with its fields.
 pub fn diagnostic(d: &Diagnostic) {
     if !json() {
@@ -64,6 +69,7 @@ pub fn diagnostic(d: &Diagnostic) {
     let document = d.origin.as_ref().and_then(|o| o.doc);
     let (p, c, b) = (&d.package, &d.channel, &d.bundle);
     let msg = crate::text::elide(&d.message, 4096, 512);
+    let help = d.help.as_deref();
     macro_rules! event {
         ($level:expr) => {
             tracing::event!(
@@ -74,6 +80,7 @@ pub fn diagnostic(d: &Diagnostic) {
                 package = p.as_deref(),
                 channel = c.as_deref(),
                 bundle = b.as_deref(),
+                help,
                 "{msg}"
             )
         };
@@ -106,6 +113,16 @@ pub fn warning(msg: impl std::fmt::Display) {
 pub fn status(msg: impl std::fmt::Display) {
     if json() {
         tracing::info!("{msg}");
+    } else {
+        err_line(&msg.to_string());
+    }
+}
+
+/// The summary of a failed command (`3 error(s): the catalog is invalid`): a plain line, or a
+/// JSON event at error level.
+pub fn failure_summary(msg: impl std::fmt::Display) {
+    if json() {
+        tracing::error!("{msg}");
     } else {
         err_line(&msg.to_string());
     }

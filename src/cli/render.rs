@@ -22,9 +22,9 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> i32 {
-    let resolved = match crate::cli::resolve_or_exit(&a.sources, &a.image, false) {
+    let resolved = match crate::load::resolve(&a.sources, &a.image, false) {
         Ok(r) => r,
-        Err(code) => return code,
+        Err(e) => return super::fail(e),
     };
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
@@ -44,9 +44,12 @@ pub fn run(a: Args) -> i32 {
         {
             j += 1;
         }
-        let cat = match load_any(&resolved, i..j) {
-            Ok(c) => c,
-            Err(code) => return code,
+        let cat = match crate::load::as_read(&resolved, i..j) {
+            Ok(read) => {
+                report_problems(&read.problems);
+                read.catalog
+            }
+            Err(e) => return super::fail(e),
         };
         // Rendering writes what was read; the migration changes only how bundles are written.
         let mut cat = cat;
@@ -71,44 +74,22 @@ pub fn run(a: Args) -> i32 {
     super::EXIT_OK
 }
 
-/// Reads SOURCEs `range` into a catalog whether or not it is valid, printing its problems as
-/// warnings; a file that could not be parsed is an error (the exit code).
-fn load_any(
-    resolved: &crate::image::Resolved,
-    range: std::ops::Range<usize>,
-) -> Result<crate::model::Catalog, i32> {
-    use crate::diag::{Rule, Severity};
-    let c = super::load::load_checked(
-        &resolved.paths[range],
-        resolved,
-        false,
-        true,
-        &mut |b, _| resolved.finish_bundle(b),
-    );
-    let unreadable: Vec<_> = c.errors.iter().filter(|d| d.rule == Rule::Parse).collect();
-    if !unreadable.is_empty() {
-        unreadable.iter().for_each(|d| super::output::diagnostic(d));
-        super::output::status(format_args!(
-            "{} file(s) could not be parsed; nothing rendered",
-            unreadable.len()
-        ));
-        return Err(super::EXIT_FAILURE);
-    }
-    c.warnings.iter().for_each(super::output::diagnostic);
-    for e in &c.errors {
+/// Every problem of a catalog rendered anyway, as a warning, and a note that it is invalid.
+fn report_problems(problems: &[crate::diag::Diagnostic]) {
+    use crate::diag::Severity;
+    let mut invalid = 0;
+    for d in problems {
+        if d.severity == Severity::Error {
+            invalid += 1;
+        }
         super::output::diagnostic(&crate::diag::Diagnostic {
             severity: Severity::Warning,
-            ..e.clone()
+            ..d.clone()
         });
     }
-    if !c.errors.is_empty() {
+    if invalid > 0 {
         super::output::warning(format_args!(
-            "rendered an invalid catalog ({} problem(s) above); `opreg validate` must pass before it can be served",
-            c.errors.len()
+            "rendered an invalid catalog ({invalid} problem(s) above); `opreg validate` must pass before it can be served"
         ));
     }
-    Ok(match c.result {
-        Ok(valid) => valid.into_inner(),
-        Err(cat) => cat,
-    })
 }

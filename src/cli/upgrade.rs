@@ -4,6 +4,7 @@
 //! or `--demo`, is loaded and validated into the model), runs
 //! [`crate::graph::resolve::resolve`] and prints the answer as text or JSON.
 
+use crate::error::Error;
 use crate::graph::resolve::{self, Resolution, Step, UpgradeGraph};
 use clap::builder::PossibleValuesParser;
 use std::path::PathBuf;
@@ -55,10 +56,31 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> i32 {
-    let (policy, semantics) = match (a.policy.parse(), a.semantics.parse()) {
-        (Ok(p), Ok(s)) => (p, s),
-        (Err(e), _) | (_, Err(e)) => return fail(&e),
-    };
+    match answer(&a) {
+        Ok((res, note)) => {
+            if let Some(n) = note {
+                super::output::warning(n);
+            }
+            let printed = if a.output == "json" {
+                serde_json::to_string_pretty(&res)
+                    .map_err(std::io::Error::other)
+                    .and_then(|s| super::output::out(&(s + "\n")))
+            } else {
+                super::output::out(&text(&res))
+            };
+            match printed {
+                Ok(()) => super::EXIT_OK,
+                Err(e) => super::fail(Error::failed(format_args!("writing output: {e}"))),
+            }
+        }
+        Err(e) => super::fail(e),
+    }
+}
+
+/// The resolution and, under classic rules, a note on the channel it ran in.
+fn answer(a: &Args) -> crate::error::Result<(Resolution, Option<String>)> {
+    let parsed = a.policy.parse().and_then(|p| Ok((p, a.semantics.parse()?)));
+    let (policy, semantics) = parsed.map_err(resolve_error)?;
     let req = resolve::Request {
         package: a.package.clone(),
         from: a.from.clone(),
@@ -68,110 +90,34 @@ pub fn run(a: Args) -> i32 {
         semantics,
         openshift_version: a.openshift_version.clone().filter(|v| !v.trim().is_empty()),
     };
-    let resolved = match crate::cli::resolve_or_exit(&a.sources, &a.image, true) {
-        Ok(r) => r,
-        Err(code) => return code,
+    let ask = |g: &dyn UpgradeGraph| {
+        let res = resolve::resolve(g, &req)?;
+        let note = resolve::channel_note(g, &req, &res)?;
+        Ok((res, note))
     };
-    let result = if a.demo {
-        match crate::demo::catalog() {
-            Ok(cat) => resolve_noting_channels(&*cat, &req).map_err(Into::into),
-            Err(d) => {
-                d.0.iter().for_each(super::output::diagnostic);
-                return super::EXIT_FAILURE;
-            }
-        }
-    } else if let [db] = resolved.paths.as_slice() {
-        if crate::store::is_opreg_db(db) {
-            // As `opreg list`: narrow queries read a few pages, and SQLite refuses a damaged
-            // page when it reads one; a check of every page first (a server's start-up check)
-            // took three quarters of the time on the community catalog.
-            match crate::store::Store::open_unverified(db) {
-                Ok(store) => resolve_noting_channels(&store, &req).map_err(Into::into),
-                Err(e) => return fail(&e),
-            }
-        } else {
-            from_sources(&resolved, &req)
-        }
-    } else {
-        from_sources(&resolved, &req)
-    };
-    let res = match result {
-        Ok(r) => r,
-        Err(ResolveOrExit::Exit(code)) => return code,
-        Err(ResolveOrExit::Error(e)) => return fail(&e),
-    };
-    let printed = if a.output == "json" {
-        match serde_json::to_string_pretty(&res) {
-            Ok(s) => super::output::out(&(s + "\n")),
-            Err(e) => return fail(&e),
-        }
-    } else {
-        super::output::out(&text(&res))
-    };
-    match printed {
-        Ok(()) => super::EXIT_OK,
-        Err(e) => fail(&format_args!("writing output: {e}")),
+    if a.demo {
+        let cat = crate::demo::catalog().map_err(|d| Error::invalid(d.0))?;
+        return ask(&*cat).map_err(resolve_error);
     }
-}
-
-enum ResolveOrExit {
-    Error(resolve::ResolveError),
-    Exit(i32),
-}
-
-impl From<resolve::ResolveError> for ResolveOrExit {
-    fn from(e: resolve::ResolveError) -> Self {
-        ResolveOrExit::Error(e)
-    }
-}
-
-fn from_sources(
-    resolved: &crate::image::Resolved,
-    req: &resolve::Request,
-) -> Result<Resolution, ResolveOrExit> {
-    let cat = super::load_valid_with(&resolved.paths, resolved, false, true, &mut |b, _| {
-        resolved.finish_bundle(b)
-    })
-    .map_err(ResolveOrExit::Exit)?;
-    Ok(resolve_noting_channels(&*cat, req)?)
-}
-
-/// [`resolve::resolve`], then, under classic rules, a warning when the installed bundle is not
-/// in the channel resolved in: which channels hold it, and the `--channel` to try.
-fn resolve_noting_channels(
-    g: &dyn UpgradeGraph,
-    req: &resolve::Request,
-) -> Result<Resolution, resolve::ResolveError> {
-    let res = resolve::resolve(g, req)?;
-    if req.semantics != resolve::Semantics::Classic || !res.installed.in_catalog {
-        return Ok(res);
-    }
-    let Some(facts) = g.package_facts(&req.package)? else {
-        return Ok(res);
-    };
-    let channel = req.channels.first().unwrap_or(&facts.default_channel);
-    if let Some(b) = facts.bundles.get(&res.installed.name) {
-        if !b.channels.contains(channel) && !b.channels.is_empty() {
-            let holders: Vec<String> = b.channels.iter().map(|c| format!("{c:?}")).collect();
-            let what = if req.channels.is_empty() {
-                format!("the default channel {channel:?}")
-            } else {
-                format!("channel {channel:?}")
-            };
-            super::output::warning(format_args!(
-                "{} is not in {what}, so classic OLM finds no upgrade there; it is in {}: try --channel {}",
-                res.installed.name,
-                holders.join(", "),
-                b.channels.first().map(String::as_str).unwrap_or_default()
-            ));
+    // A built database is asked through narrow queries, as `opreg list` does: SQLite refuses
+    // a damaged page when it reads one; a check of every page first (a server's start-up
+    // check) took three quarters of the time on the community catalog.
+    if let [one] = a.sources.as_slice() {
+        return match crate::load::open(one, &a.image)? {
+            crate::load::Opened::Store(store) => ask(&store),
+            crate::load::Opened::Catalog(loaded) => ask(&*loaded.catalog),
         }
+        .map_err(resolve_error);
     }
-    Ok(res)
+    let loaded = crate::load::sources(&a.sources, &a.image)?;
+    ask(&*loaded.catalog).map_err(resolve_error)
 }
 
-fn fail(e: &dyn std::fmt::Display) -> i32 {
-    super::output::error(e);
-    super::EXIT_FAILURE
+fn resolve_error(e: resolve::ResolveError) -> Error {
+    match e {
+        resolve::ResolveError::Usage(msg) => Error::Usage(msg),
+        other => Error::failed(other),
+    }
 }
 
 fn hop(s: &Step) -> String {

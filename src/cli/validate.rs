@@ -9,6 +9,7 @@ use std::path::PathBuf;
 // Help text: the doc comment of `Command::Validate` in src/cli/mod.rs.
 #[derive(clap::Args, Debug)]
 pub struct Args {
+    /// Catalog sources (anything `opreg ingest` accepts); `-` reads a catalog file from standard input.
     #[arg(required = true, value_name = "SOURCE")]
     pub sources: Vec<PathBuf>,
     /// Also lint upgrade graphs that classic OLM and OLM v1 resolve differently (warnings).
@@ -58,6 +59,8 @@ struct Record<'a> {
     channel: Option<&'a str>,
     bundle: Option<&'a str>,
     message: &'a str,
+    /// What to change, and where (the text's `help:` line).
+    help: Option<&'a str>,
 }
 
 impl<'a> From<&'a Diagnostic> for Record<'a> {
@@ -74,24 +77,33 @@ impl<'a> From<&'a Diagnostic> for Record<'a> {
             channel: d.channel.as_deref(),
             bundle: d.bundle.as_deref(),
             message: &d.message,
+            help: d.help.as_deref(),
         }
     }
 }
 
 pub fn run(a: Args) -> i32 {
-    let resolved = match crate::cli::resolve_or_exit(&a.sources, &a.image, a.quiet) {
-        Ok(r) => r,
-        Err(code) => return code,
-    };
     let text = a.output == Format::Text;
     let progress = text && super::show_progress(a.quiet);
-    let mut c = super::load::load_checked(
-        &resolved.paths,
-        &resolved,
+    let stdin = crate::load::with_stdin(&a.sources);
+    let resolved = stdin
+        .as_ref()
+        .map_err(|e| crate::error::Error::failed(e.detail()))
+        .and_then(|(sources, _)| crate::load::resolve(sources, &a.image, progress));
+    let resolved = match resolved {
+        Ok(r) => r,
+        Err(e) => return super::fail(e),
+    };
+    let opts = crate::load::LoadOptions {
         progress,
-        a.allow_empty,
-        &mut |b, _| resolved.finish_bundle(b),
-    );
+        allow_empty: a.allow_empty,
+        ..Default::default()
+    };
+    let mut c = crate::load::check(&resolved, &opts, &mut |b, _| b);
+    if let Ok((_, Some(stdin))) = &stdin {
+        stdin.name(&mut c.errors);
+        stdin.name(&mut c.warnings);
+    }
     if let (Ok(cat), true) = (&c.result, a.upgrades) {
         c.warnings.extend(crate::validate::upgrade_lint::lint(cat));
     }
@@ -114,11 +126,11 @@ pub fn run(a: Args) -> i32 {
                     ));
                 }
             }
-            Some(_) => super::output::status(format_args!(
+            Some(_) => super::output::failure_summary(format_args!(
                 "{} warning(s), refused by --warnings-as-errors",
                 c.warnings.len()
             )),
-            None => super::output::status(format_args!(
+            None => super::output::failure_summary(format_args!(
                 "{} error(s): the catalog is invalid",
                 c.errors.len()
             )),

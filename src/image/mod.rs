@@ -48,6 +48,9 @@ pub struct ImageArgs {
     /// Do not verify registries' TLS certificates (opm's --skip-tls-verify).
     #[arg(long)]
     pub skip_tls_verify: bool,
+    /// Deprecated in opm, kept for its scripts: plain HTTP, the same as --use-http.
+    #[arg(long, hide = true, conflicts_with_all = ["use_http", "skip_tls_verify"])]
+    pub skip_tls: bool,
     /// Platform to pick from multi-arch images [default: linux/<host architecture>].
     #[arg(long, value_name = "OS/ARCH[/VARIANT]")]
     pub platform: Option<String>,
@@ -74,6 +77,7 @@ impl Default for ImageArgs {
         ImageArgs {
             use_http: false,
             skip_tls_verify: false,
+            skip_tls: false,
             platform: None,
             image_cache: None,
             no_image_cache: false,
@@ -200,7 +204,29 @@ pub fn is_local(src: &Path) -> bool {
         return true;
     }
     let s = src.to_string_lossy();
-    s.starts_with('/') || s.starts_with('.') || s.starts_with('~') || s.is_empty()
+    s.starts_with('/')
+        || s.starts_with('.')
+        || s.starts_with('~')
+        || s.is_empty()
+        || named_like_a_file(&s)
+}
+
+/// A name no one writes for an image: a catalog file's extension (`catalog.yaml`,
+/// `index.db`), or a single word with no `/`, `:` or `@` (`Catalog.yaml`, `configs`).
+fn named_like_a_file(s: &str) -> bool {
+    let lower = s.to_ascii_lowercase();
+    [".json", ".yaml", ".yml", ".db"]
+        .iter()
+        .any(|ext| lower.ends_with(ext))
+        || !s.contains(['/', ':', '@'])
+}
+
+/// The error for a SOURCE that is neither on disk nor an image reference.
+fn not_found(src: &Path) -> anyhow::Error {
+    anyhow::anyhow!(
+        "{}: no such file or directory (an image SOURCE is written registry/repository:tag, registry/repository@sha256:DIGEST or oci:DIR:TAG)",
+        src.display()
+    )
 }
 
 /// Turns SOURCEs into local paths, pulling the ones that are image references. `progress`
@@ -211,6 +237,9 @@ pub fn resolve(sources: &[PathBuf], args: &ImageArgs, progress: bool) -> Result<
     for src in sources {
         let text = src.to_string_lossy().to_string();
         let image = if is_local(src) {
+            if std::fs::symlink_metadata(src).is_err() && named_like_a_file(&text) {
+                return Err(not_found(src));
+            }
             None
         } else {
             match reference::parse_source(&text) {
@@ -292,7 +321,7 @@ impl ImageArgs {
     /// How to reach a registry: `--use-http`, `--skip-tls-verify` and the timeout.
     fn connection(&self) -> registry::Connection {
         registry::Connection {
-            use_http: self.use_http,
+            use_http: self.use_http || self.skip_tls,
             skip_tls_verify: self.skip_tls_verify,
             timeout: Duration::from_secs(self.registry_timeout.max(1)),
         }

@@ -86,6 +86,8 @@ pub struct Options {
     pub http: Option<(TcpListener, Arc<crate::http::HttpState>)>,
     /// `--tls-cert` and `--tls-key`: TLS on both ports.
     pub tls: Option<(std::path::PathBuf, std::path::PathBuf)>,
+    /// Raised on a stop signal, so that a catalog build still running stops too.
+    pub cancel: Option<Arc<std::sync::atomic::AtomicBool>>,
 }
 
 /// Binds `[::]:port` (all interfaces, IPv4 and IPv6), falling back to `0.0.0.0` where the
@@ -252,6 +254,9 @@ pub async fn serve(
         res = &mut server => return res.context("server failed"),
         Some(e) = fatal_rx.recv() => return Err(e),
         sig = stop_signal() => {
+            if let Some(c) = &opts.cancel {
+                c.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
             tracing::info!(signal = sig, grace_seconds = opts.grace.as_secs_f64(), "stopping: finishing in-flight calls");
         }
     }

@@ -54,7 +54,9 @@ impl Upgrades for UpgradesService {
 fn status(e: ResolveError) -> Status {
     match e {
         ResolveError::NotFound(m) => Status::not_found(super::clip(m)),
-        ResolveError::Invalid(m) => Status::invalid_argument(super::clip(m)),
+        ResolveError::Invalid(m) | ResolveError::Usage(m) => {
+            Status::invalid_argument(super::clip(m))
+        }
         ResolveError::Graph(e) => Status::internal(super::clip(format!("{e:#}"))),
     }
 }

@@ -106,17 +106,25 @@ fn analyze(conn: &Connection, table: &str) -> Result<()> {
 /// thousands of inserts at random places spill and re-read pages of the cache.
 const DEFERRED_INDEX_TABLES: &str = "'edge', 'channel_entry'";
 
-/// Fails at once when `output` cannot take a database: it is a directory, or its directory
-/// does not exist. Called before any work, so a long ingest never ends on that error.
+/// Fails at once when `output` cannot take a database: it is a directory, a device, a FIFO or
+/// anything else that is not a regular file, or its directory does not exist. Called before
+/// any work, so a long ingest never ends on that error. A symbolic link is followed: the file
+/// it points to is the one replaced.
 pub fn check_output(output: &Path) -> Result<()> {
-    if output.is_dir() {
-        bail!(
+    let target = output_target(output)?;
+    match std::fs::metadata(&target) {
+        Ok(m) if m.is_dir() => bail!(
             "cannot write the database to {}: it is a directory; name a file, such as {}",
             output.display(),
             output.join("catalog.db").display()
-        );
+        ),
+        Ok(m) if !m.is_file() => bail!(
+            "cannot write the database to {}: it exists and is not a regular file (a device, FIFO or socket); name a file",
+            output.display()
+        ),
+        _ => {}
     }
-    match output.parent() {
+    match target.parent() {
         Some(d) if !d.as_os_str().is_empty() && !d.is_dir() => bail!(
             "cannot write the database to {}: directory {} does not exist",
             output.display(),
@@ -126,9 +134,33 @@ pub fn check_output(output: &Path) -> Result<()> {
     }
 }
 
+/// The file a database written to `output` replaces: `output`, or where its chain of symbolic
+/// links ends.
+fn output_target(output: &Path) -> Result<PathBuf> {
+    let mut path = output.to_path_buf();
+    for _ in 0..40 {
+        match std::fs::symlink_metadata(&path) {
+            Ok(m) if m.file_type().is_symlink() => {
+                let link = std::fs::read_link(&path)
+                    .with_context(|| format!("cannot read the link {}", path.display()))?;
+                path = match path.parent() {
+                    Some(d) if link.is_relative() => d.join(link),
+                    _ => link,
+                };
+            }
+            _ => return Ok(path),
+        }
+    }
+    bail!(
+        "cannot write the database to {}: too many levels of symbolic links",
+        output.display()
+    )
+}
+
 impl Builder {
     pub fn create(output: &Path) -> Result<Builder> {
         check_output(output)?;
+        let output = &output_target(output)?;
         let dir = match output.parent() {
             Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
             _ => PathBuf::from("."),
@@ -170,6 +202,11 @@ impl Builder {
             bundles_analyzed: false,
             deferred_indexes,
         })
+    }
+
+    /// The temporary file the database is built in, until it is moved into place.
+    pub fn temp_path(&self) -> &Path {
+        self.tmp.path()
     }
 
     /// Writes one bundle's rows: the bundle with its wire form (without deprecation, which

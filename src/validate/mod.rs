@@ -246,13 +246,16 @@ fn validate_channel(pkg: &Package, ch: &Channel, out: &mut Vec<Diagnostic>) {
         }
         if !e.skip_range.is_empty() {
             if let Err(x) = blang::Range::parse(&e.skip_range) {
-                out.push(err(
-                    Rule::SkipRange,
-                    format!(
-                        "entry {:?}: invalid skipRange {:?}: {x}",
-                        e.name, e.skip_range
-                    ),
-                ));
+                out.push(
+                    err(
+                        Rule::SkipRange,
+                        format!(
+                            "entry {:?}: invalid skipRange {:?}: {x}",
+                            e.name, e.skip_range
+                        ),
+                    )
+                    .bundle(&e.name),
+                );
             }
         }
     }

@@ -212,6 +212,7 @@ impl InProcess {
                     metrics: None,
                     http: None,
                     tls: None,
+                    cancel: None,
                 };
                 let _ = opreg::server::serve(listener, opts, move || {
                     opreg::store::Store::open_unverified(&db)

@@ -43,6 +43,16 @@ pub fn read_path_with(
     diags: &mut Vec<Diagnostic>,
     sink: &mut super::BundleSink<'_>,
 ) -> Vec<Decl> {
+    read_path_excluding(root, &super::Exclude::default(), diags, sink)
+}
+
+/// [`read_path_with`], never reading the files `exclude` names.
+pub fn read_path_excluding(
+    root: &Path,
+    exclude: &super::Exclude,
+    diags: &mut Vec<Diagnostic>,
+    sink: &mut super::BundleSink<'_>,
+) -> Vec<Decl> {
     let mut decls = Vec::new();
     if root.is_file() {
         read_file(root, &mut decls, diags, &mut *sink);
@@ -57,7 +67,8 @@ pub fn read_path_with(
         match entry {
             Ok(e) => {
                 let is_file = e.file_type().map(|t| !t.is_dir()).unwrap_or(false);
-                if is_file && e.file_name() != ".indexignore" {
+                let excluded = || e.metadata().is_ok_and(|m| exclude.contains(&m));
+                if is_file && e.file_name() != ".indexignore" && !excluded() {
                     read_file(e.path(), &mut decls, diags, &mut *sink);
                 }
             }

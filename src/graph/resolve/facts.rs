@@ -84,6 +84,7 @@ impl PackageFacts {
 
 /// The installed bundle resolution starts from.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Installed {
     pub name: String,
     #[serde(serialize_with = "ser_display")]

@@ -107,6 +107,9 @@ pub enum ResolveError {
     /// The request or the catalog cannot be resolved (bad range, no unique head, ...).
     #[error("{0}")]
     Invalid(String),
+    /// Options that do not go together (a version constraint under classic rules).
+    #[error("{0}")]
+    Usage(String),
     /// Reading the graph failed (SQLite, I/O).
     #[error("{0:#}")]
     Graph(#[from] anyhow::Error),
@@ -134,6 +137,7 @@ pub struct Request {
 
 /// One hop of the path.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Step {
     pub name: String,
     pub version: String,
@@ -156,6 +160,7 @@ pub struct Step {
 
 /// A bundle considered and not taken, with a stable reason code and an explanation.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Rejection {
     pub name: String,
     pub version: String,
@@ -168,6 +173,7 @@ pub struct Rejection {
 
 /// The answer: the next bundle, the whole path, and why the path ends where it does.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Resolution {
     pub package: String,
     pub semantics: Semantics,
@@ -181,6 +187,40 @@ pub struct Resolution {
     /// The error OLM would report at the last resolution (v1/semver: no candidate, or a pick
     /// that declares dependencies); `None` when the path simply ends.
     pub error: Option<String>,
+}
+
+/// Under classic rules, when the installed bundle is not in the channel resolved in: a note
+/// saying which channels hold it, and the `--channel` to try.
+pub fn channel_note(
+    g: &dyn UpgradeGraph,
+    req: &Request,
+    res: &Resolution,
+) -> Result<Option<String>, ResolveError> {
+    if req.semantics != Semantics::Classic || !res.installed.in_catalog {
+        return Ok(None);
+    }
+    let Some(facts) = g.package_facts(&req.package)? else {
+        return Ok(None);
+    };
+    let channel = req.channels.first().unwrap_or(&facts.default_channel);
+    let Some(b) = facts.bundles.get(&res.installed.name) else {
+        return Ok(None);
+    };
+    if b.channels.contains(channel) || b.channels.is_empty() {
+        return Ok(None);
+    }
+    let holders: Vec<String> = b.channels.iter().map(|c| format!("{c:?}")).collect();
+    let what = if req.channels.is_empty() {
+        format!("the default channel {channel:?}")
+    } else {
+        format!("channel {channel:?}")
+    };
+    Ok(Some(format!(
+        "{} is not in {what}, so classic OLM finds no upgrade there; it is in {}: try --channel {}",
+        res.installed.name,
+        holders.join(", "),
+        b.channels.first().map(String::as_str).unwrap_or_default()
+    )))
 }
 
 /// Resolves `req` over `g`: hop after hop until no further upgrade exists.
@@ -199,7 +239,7 @@ pub fn resolve(g: &dyn UpgradeGraph, req: &Request) -> Result<Resolution, Resolv
     )?;
     let range = match &req.version_range {
         Some(r) if req.semantics == Semantics::Classic => {
-            return Err(invalid(format!(
+            return Err(ResolveError::Usage(format!(
                 "the version constraint {r:?} applies to v1 and semver resolution; classic OLM \
                  has no version constraint"
             )))

@@ -2,7 +2,7 @@
 //!
 //! A version is a built store plus, with `--http-port`, its JSONL file ([`crate::http::content`]).
 //! A reload (SIGHUP at any time; file changes with `--watch`, debounced; a moved image tag
-//! with `--poll-interval`, `cli::poll`) re-reads the source,
+//! with `--poll-interval`, [`super::poll`]) re-reads the source,
 //! validates it and builds the new version in a private directory beside the old one, then
 //! swaps it in: HTTP first, then gRPC (whose swap also makes existing connections reconnect).
 //! Calls in flight keep the version they started with; the old version's files go when its last
@@ -28,7 +28,7 @@ pub struct Version {
 }
 
 /// Builds version `generation` (0 is the start-up build).
-pub type BuildFn = dyn Fn(u64, Option<SystemTime>) -> Result<Version> + Send + Sync;
+pub type BuildFn = dyn Fn(u64, Option<SystemTime>) -> crate::error::Result<Version> + Send + Sync;
 
 pub struct Reloader {
     pub state: Arc<State>,
@@ -53,7 +53,7 @@ impl Reloader {
     }
 
     /// The start-up build: HTTP and metrics are set here; the store goes to the server.
-    pub fn initial(&self) -> Result<Store> {
+    pub fn initial(&self) -> crate::error::Result<Store> {
         let mut v = (self.build)(0, None)?;
         self.install_http(&mut v);
         let f = &v.facts;
@@ -142,13 +142,14 @@ impl Reloader {
                 );
             }
             Ok(Err(e)) => {
-                let invalid = e.downcast_ref::<Invalid>().is_some();
+                let invalid = matches!(e, crate::error::Error::Invalid { .. });
                 self.metrics
                     .reloaded(if invalid { "invalid" } else { "failed" });
                 tracing::error!(
                     trigger,
                     generation,
-                    "reload failed; still serving the previous version: {e:#}"
+                    "reload failed; still serving the previous version: {}",
+                    e.detail()
                 );
             }
             Err(e) => {
@@ -161,11 +162,6 @@ impl Reloader {
         }
     }
 }
-
-/// The new version did not validate: every error found.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct Invalid(pub crate::diag::Diagnostics);
 
 /// Watches SOURCE: a directory recursively; a file through its parent directory, so that an
 /// editor's replace-by-rename is seen. Events go to `tx` (the reload loop debounces them).

@@ -1,4 +1,4 @@
-//! `opreg graph`: draw a package's update graph as Mermaid or Graphviz DOT.
+//! Drawing a package's update graph as Mermaid or Graphviz DOT (`opreg graph`).
 //!
 //! This module owns the drawing only: the layout here, the Mermaid and DOT text in `write.rs`.
 //! The edges come from [`crate::graph::channel_edges`] (the one update rule), heads from
@@ -24,81 +24,11 @@ use crate::graph::{self, EdgeKind, Head, Versions};
 use crate::model::{Catalog, Package};
 use clap::ValueEnum;
 use std::collections::BTreeMap;
-use std::path::PathBuf;
-
-// Help text: the doc comment of `Command::Graph` in src/cli/mod.rs.
-#[derive(clap::Args, Debug)]
-#[command(after_help = "Examples:\n  \
-    opreg graph manifests/etcd --package etcd --channel alpha\n  \
-    opreg graph catalog.db -p etcd -f dot --from etcdoperator.v0.6.1 | dot -Tsvg > etcd.svg")]
-pub struct Args {
-    /// Catalog sources: a built opreg database, or anything `opreg ingest` accepts.
-    #[arg(required = true, value_name = "SOURCE")]
-    pub sources: Vec<PathBuf>,
-    /// Package to draw.
-    #[arg(short, long)]
-    pub package: String,
-    /// Draw only this channel (all channels when absent).
-    #[arg(short, long)]
-    pub channel: Option<String>,
-    /// Leave out bundles whose version is below VERSION, and their edges (opm's
-    /// --minimum-edge).
-    #[arg(long, value_name = "VERSION")]
-    pub since: Option<String>,
-    /// Output format.
-    #[arg(short, long, value_enum, default_value_t = Format::Mermaid)]
-    pub format: Format,
-    /// Highlight the classic and OLM v1 upgrade paths from this bundle (a bundle name, a version
-    /// of the package, or NAME@VERSION).
-    #[arg(long, value_name = "VERSION")]
-    pub from: Option<String>,
-    #[command(flatten)]
-    pub image: crate::image::ImageArgs,
-}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Format {
     Mermaid,
     Dot,
-}
-
-pub fn run(a: Args) -> i32 {
-    let resolved = match crate::cli::resolve_or_exit(&a.sources, &a.image, false) {
-        Ok(r) => r,
-        Err(code) => return code,
-    };
-    let cat = match super::load_valid_with(&resolved.paths, &resolved, false, false, &mut |b, _| {
-        resolved.finish_bundle(b)
-    }) {
-        Ok(c) => c,
-        Err(code) => return code,
-    };
-    let opts = Options {
-        channel: a.channel.as_deref(),
-        since: a.since.as_deref(),
-        from: a.from.as_deref(),
-    };
-    match draw(&cat, &a.package, a.format, &opts) {
-        Ok(text) => {
-            if a.format == Format::Mermaid && text.chars().count() > MERMAID_LIMIT {
-                super::output::warning(format_args!(
-                    "the Mermaid text is {} characters, above GitHub's {MERMAID_LIMIT}-character limit for a diagram; narrow it with --channel or --since, or use -f dot",
-                    text.chars().count()
-                ));
-            }
-            match super::output::out(&text) {
-                Ok(()) => super::EXIT_OK,
-                Err(e) => {
-                    super::output::error(format_args!("writing output: {e}"));
-                    super::EXIT_FAILURE
-                }
-            }
-        }
-        Err(e) => {
-            super::output::error(e);
-            super::EXIT_FAILURE
-        }
-    }
 }
 
 /// GitHub renders no Mermaid diagram longer than this.
@@ -166,8 +96,9 @@ pub fn draw(
     package: &str,
     format: Format,
     opts: &Options,
-) -> Result<String, String> {
+) -> Result<Drawing, String> {
     let (channel, from) = (opts.channel, opts.from);
+    let mut notes = Vec::new();
     let since = opts
         .since
         .map(|v| {
@@ -191,8 +122,24 @@ pub fn draw(
             ));
         }
     }
+    if let (Some(s), Some(v)) = (&since, opts.since) {
+        let versions = Versions::of(pkg);
+        let newest = pkg
+            .bundles
+            .keys()
+            .filter_map(|n| versions.get(n))
+            .max_by(|a, b| a.cmp_precedence(b));
+        if newest.is_none_or(|n| n.cmp_precedence(s).is_lt()) {
+            return Err(format!(
+                "--since {v}: no bundle of package {package:?} is that new{}",
+                newest
+                    .map(|n| format!(" (the newest is {n})"))
+                    .unwrap_or_default()
+            ));
+        }
+    }
     let paths = match from {
-        Some(f) => Some(resolve_paths(cat, pkg, channel, f)?),
+        Some(f) => Some(resolve_paths(cat, pkg, channel, f, &mut notes)?),
         None => None,
     };
     let installed = paths
@@ -206,10 +153,26 @@ pub fn draw(
         paths.as_ref(),
         installed.as_deref(),
     );
-    Ok(match format {
+    let text = match format {
         Format::Mermaid => write::mermaid(pkg, &clusters),
         Format::Dot => write::dot(pkg, &clusters),
-    })
+    };
+    Ok(Drawing { text, notes })
+}
+
+/// A drawn graph, and what the user should know about it (a path that could not be
+/// resolved, or that ends with an error), one line each.
+pub struct Drawing {
+    pub text: String,
+    pub notes: Vec<Note>,
+}
+
+/// A line for the user beside the drawing.
+pub enum Note {
+    /// Something did not work out (a path that could not be resolved).
+    Warning(String),
+    /// Worth knowing (a path that ends with an error).
+    Status(String),
 }
 
 /// Classic and v1 resolutions from `from`. One of them failing is reported as a warning; both
@@ -219,6 +182,7 @@ fn resolve_paths(
     pkg: &Package,
     channel: Option<&str>,
     from: &str,
+    notes: &mut Vec<Note>,
 ) -> Result<(Option<Resolution>, Option<Resolution>), String> {
     let channels: Vec<String> = channel.map(|c| vec![c.to_string()]).unwrap_or_default();
     let run = |semantics: resolve::Semantics| {
@@ -245,16 +209,16 @@ fn resolve_paths(
         }),
         (c, v) => {
             if let Err(e) = &c {
-                super::output::warning(format_args!("no classic path from {from:?}: {e}"));
+                notes.push(Note::Warning(format!("no classic path from {from:?}: {e}")));
             }
             if let Err(e) = &v {
-                super::output::warning(format_args!("no OLM v1 path from {from:?}: {e}"));
+                notes.push(Note::Warning(format!("no OLM v1 path from {from:?}: {e}")));
             }
             for (name, r) in [("classic", &c), ("OLM v1", &v)] {
                 if let Ok(Resolution { error: Some(e), .. }) = r {
-                    super::output::status(format_args!(
+                    notes.push(Note::Status(format!(
                         "note: {name} path ends with an error: {e}"
-                    ));
+                    )));
                 }
             }
             Ok((c.ok(), v.ok()))

@@ -1,0 +1,51 @@
+//! Stopping long work on SIGINT and SIGTERM without leaving anything behind.
+//!
+//! While an [`Interrupt`] is alive, the first SIGINT or SIGTERM only raises its flag: the work
+//! that polls the flag ([`crate::ingest`]'s pipeline, the source digest) stops at its next
+//! step, and the temporary files it made are removed as their owners are dropped. A second
+//! signal ends the process at once (exit 130), for work that does not poll. Once the
+//! `Interrupt` is dropped, every such signal ends the process at once (signal handlers cannot
+//! be taken back, so the handler stays, armed).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// A flag raised by SIGINT or SIGTERM while this value lives.
+pub struct Interrupt {
+    flag: Arc<AtomicBool>,
+    /// Raised when this value is dropped: from then on a signal exits at once.
+    armed: Arc<AtomicBool>,
+}
+
+impl Interrupt {
+    /// Starts catching SIGINT and SIGTERM. If the handlers cannot be installed, the flag is
+    /// never raised and the signals keep their default action.
+    pub fn catch() -> Interrupt {
+        let flag = Arc::new(AtomicBool::new(false));
+        let armed = Arc::new(AtomicBool::new(false));
+        for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+            // Registered first, so they see the flags before this signal raises one: only a
+            // second signal (or one after the work) exits.
+            let _ = signal_hook::flag::register_conditional_shutdown(sig, 130, flag.clone());
+            let _ = signal_hook::flag::register_conditional_shutdown(sig, 130, armed.clone());
+            let _ = signal_hook::flag::register(sig, flag.clone());
+        }
+        Interrupt { flag, armed }
+    }
+
+    /// The flag, for work that polls it.
+    pub fn flag(&self) -> Arc<AtomicBool> {
+        self.flag.clone()
+    }
+
+    /// True once a signal arrived.
+    pub fn raised(&self) -> bool {
+        self.flag.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for Interrupt {
+    fn drop(&mut self) {
+        self.armed.store(true, Ordering::Relaxed);
+    }
+}

@@ -1,0 +1,216 @@
+//! Turning serve's SOURCE into an open store: a built database is opened as it is; anything
+//! else is built through the one build path ([`crate::ingest::build`]) into the cache
+//! directory, or reused from there while the source digest matches (opm's `--cache-dir`,
+//! `--cache-only` and `--cache-enforce-integrity`).
+
+use crate::error::{Error, Result};
+use crate::http::content::Content;
+use crate::source::SourceKind;
+use crate::store::Store;
+use anyhow::Context;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::time::SystemTime;
+
+/// The database's file name in a cache directory.
+pub const CACHE_DB: &str = "opreg-catalog.db";
+
+/// What [`prepare`] needs besides the source.
+pub struct Prepare<'a> {
+    /// Where the database is built or looked for.
+    pub cache_dir: &'a Path,
+    /// Refuse to build: the cache must match the source.
+    pub enforce: bool,
+    pub image: &'a crate::image::ImageArgs,
+    /// With `--http-port`: the JSONL file to write for this version, and the previous version's
+    /// modification time (so `Last-Modified` moves forward).
+    pub render: Option<(&'a Path, Option<SystemTime>)>,
+    pub allow_empty: bool,
+    /// Raised to stop a build under way (a stop signal).
+    pub cancel: &'a AtomicBool,
+}
+
+/// A built store, with its catalogd content when asked for.
+pub struct Prepared {
+    pub store: Store,
+    pub content: Option<Content>,
+}
+
+/// Opens SOURCE (or the demo, when `None`) as a store, building or reusing a cache as asked.
+pub fn prepare(source: Option<&Path>, p: &Prepare<'_>) -> Result<Prepared> {
+    // An image SOURCE is pulled here, while health still says NOT_SERVING.
+    let resolved = match source {
+        Some(s) => crate::load::resolve(&[s.to_path_buf()], p.image, false)?,
+        None => crate::image::Resolved::default(),
+    };
+    let source = resolved.paths.first().map(PathBuf::as_path);
+    if let Some(src) = source {
+        let kind =
+            crate::source::detect(src).with_context(|| format!("cannot read {}", src.display()))?;
+        if kind == SourceKind::OpregDb {
+            let store = Store::open_unverified(src)?;
+            // A database inside an image is served from the unpacked copy, kept until exit.
+            std::mem::forget(resolved);
+            return with_content(store, p);
+        }
+    }
+    if p.cache_dir.exists() && !p.cache_dir.is_dir() {
+        return Err(Error::failed(format!(
+            "--cache-dir {} is not a directory",
+            p.cache_dir.display()
+        )));
+    }
+    std::fs::create_dir_all(p.cache_dir)
+        .with_context(|| format!("cannot create cache dir {}", p.cache_dir.display()))?;
+    let db = p.cache_dir.join(CACHE_DB);
+    let sources: Vec<PathBuf> = source.map(|s| vec![s.to_path_buf()]).unwrap_or_default();
+    let digest = if sources.is_empty() {
+        crate::demo::digest()
+    } else {
+        crate::source::digest(&sources, &[db.clone()], p.cancel).map_err(|e| match e.kind() {
+            std::io::ErrorKind::Interrupted => Error::Interrupted,
+            _ => Error::failed(format!("cannot read the source: {e}")),
+        })?
+    };
+    if db.exists() {
+        match Store::open_unverified(&db).and_then(|s| Ok((s.info("source_digest")?, s))) {
+            Ok((Some(d), s)) if d == digest => {
+                tracing::info!(cache = %db.display(), "cache matches the source; reusing it");
+                return with_content(s, p);
+            }
+            Ok((d, _)) if p.enforce => {
+                return Err(Error::failed(format!(
+                "integrity check failed: cache reports digest {:?}, but computed digest is {digest:?}",
+                d.unwrap_or_default()
+            )))
+            }
+            Err(e) if p.enforce => {
+                return Err(Error::failed(format!("integrity check failed: {e:#}")))
+            }
+            _ => tracing::info!("cache is stale; rebuilding"),
+        }
+    } else if p.enforce {
+        return Err(Error::failed(format!(
+            "integrity check failed: no cache at {}; build it with --cache-only",
+            db.display()
+        )));
+    }
+    if sources.is_empty() {
+        let cat = crate::demo::catalog()
+            .map_err(|d| Error::failed(format!("demo catalog is invalid: {d}")))?;
+        crate::store::Builder::create(&db)?.finish(&cat, &digest, &mut |_, _| {})?;
+    } else {
+        let opts = crate::ingest::BuildOptions {
+            progress: false,
+            allow_empty: p.allow_empty,
+            digest: Some(digest),
+        };
+        let built = crate::ingest::build(&resolved, &db, &opts, p.cancel)?;
+        for w in &built.warnings {
+            tracing::warn!("{w}");
+        }
+    }
+    make_world_readable(&db);
+    with_content(Store::open_unverified(&db)?, p)
+}
+
+/// With `--http-port`, the JSONL catalogd serves is written once per built version, read back
+/// from the database.
+fn with_content(store: Store, p: &Prepare<'_>) -> Result<Prepared> {
+    let content = match p.render {
+        Some((path, prev)) => Some(Content::write(&store.load_catalog()?, path, prev)?),
+        None => None,
+    };
+    Ok(Prepared { store, content })
+}
+
+/// A cache built at image build time (by USER 1001, or root) is read at run time by another,
+/// possibly arbitrary, UID: whatever the umask of the build, open the cache up to 0644 (opm
+/// writes its cache with umask 000 for the same reason).
+fn make_world_readable(db: &Path) {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        if let Err(e) = std::fs::set_permissions(db, std::fs::Permissions::from_mode(0o644)) {
+            tracing::warn!(path = %db.display(), error = %e, "could not make the cache readable by other users");
+        }
+    }
+}
+
+/// SOURCE, or `None` (the demo) when `fallback_demo` is set and SOURCE does not exist.
+pub fn effective_source(source: Option<PathBuf>, fallback_demo: bool) -> Option<PathBuf> {
+    match source {
+        Some(src) if fallback_demo && crate::image::is_local(&src) => {
+            match std::fs::symlink_metadata(&src) {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    tracing::info!(
+                        source = %src.display(),
+                        "SOURCE does not exist; serving the embedded demo catalog (--fallback-demo)"
+                    );
+                    None
+                }
+                _ => Some(src),
+            }
+        }
+        other => other,
+    }
+}
+
+/// A private temporary directory, created the first time a path in it is asked for.
+#[derive(Default)]
+pub struct WorkDir(std::sync::OnceLock<tempfile::TempDir>);
+
+impl WorkDir {
+    pub fn path(&self) -> anyhow::Result<&Path> {
+        if let Some(t) = self.0.get() {
+            return Ok(t.path());
+        }
+        let t = tempfile::Builder::new()
+            .prefix("opreg-serve-")
+            .tempdir()
+            .context("cannot create a temporary directory; give a writable --cache-dir, or a writable TMPDIR")?;
+        // Two builds never run at once, so a lost race only drops an empty directory.
+        Ok(self.0.get_or_init(|| t).path())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fallback_demo_only_replaces_a_missing_source() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("configs");
+        assert_eq!(effective_source(Some(missing.clone()), true), None);
+        assert_eq!(
+            effective_source(Some(missing.clone()), false),
+            Some(missing)
+        );
+        let present = dir.path().to_path_buf();
+        assert_eq!(effective_source(Some(present.clone()), true), Some(present));
+        assert_eq!(effective_source(None, true), None);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn cache_is_readable_by_other_users() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let cancel = AtomicBool::new(false);
+        let p = Prepare {
+            cache_dir: dir.path(),
+            enforce: false,
+            image: &Default::default(),
+            render: None,
+            allow_empty: false,
+            cancel: &cancel,
+        };
+        prepare(None, &p).unwrap();
+        let mode = std::fs::metadata(dir.path().join(CACHE_DB))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o644);
+    }
+}
