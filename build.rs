@@ -87,8 +87,5 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .build_server(true)
         .compile_fds(fds)?;
     println!("cargo:rerun-if-changed=proto");
-    // The migrations are embedded by `include_dir!`, which cargo does not track: a new
-    // migration must rebuild the crate.
-    println!("cargo:rerun-if-changed=migrations");
     Ok(())
 }

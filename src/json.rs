@@ -22,12 +22,6 @@ pub fn canonical_object(m: &serde_json::Map<String, Value>) -> String {
     out
 }
 
-/// Parses JSON text and re-encodes it canonically.
-pub fn canonicalize_str(s: &str) -> Result<String, serde_json::Error> {
-    let v: Value = serde_json::from_str(s)?;
-    Ok(canonical(&v))
-}
-
 /// Escapes `<`, `>`, `&`, U+2028 and U+2029 inside JSON text the way Go's encoder does by default.
 /// Those characters can only occur inside string literals, so a textual pass is exact. Takes
 /// the text by value and hands it back unchanged, without a copy, when there is nothing to

@@ -312,24 +312,41 @@ impl Catalog {
     }
 }
 
-/// Decodes an `olm.bundle.object` value to (kind, Go-encoded JSON text).
-/// `None` when the value is not `{"data": <base64 of a JSON or YAML document>}`; validation
-/// rejects such bundles (upstream: "read bundle objects").
+/// Decodes an `olm.bundle.object` value to (kind, the object's JSON text), as upstream's loader
+/// does (`yaml.ToJSON` of apimachinery): data whose first non-space character is `{` is JSON
+/// and is kept exactly as given, byte for byte (key order, spacing, escapes, large numbers);
+/// any other document is YAML, converted to JSON as sigs.k8s.io/yaml converts it (sorted keys,
+/// Go's HTML escapes). `None` when the value is not `{"data": <base64 of a JSON or YAML
+/// document>}`; validation rejects such bundles (upstream: "read bundle objects").
 pub fn decode_bundle_object(value: &str) -> Option<(String, String)> {
-    let v: serde_json::Value = serde_json::from_str(value).ok()?;
-    let data = v.get("data")?.as_str()?;
+    #[derive(Deserialize)]
+    struct Value {
+        data: String,
+    }
+    let data = serde_json::from_str::<Value>(value).ok()?.data;
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(data)
         .ok()?;
-    let obj: serde_json::Value = match serde_json::from_slice(&bytes) {
-        Ok(v) => v,
-        Err(_) => {
-            let text = std::str::from_utf8(&bytes).ok()?;
-            crate::yaml::check_flow_depth(text).ok()?;
-            let de = yaml_serde::Deserializer::from_str(text).next()?;
-            serde_json::Value::deserialize(de).ok()?
+    let text = String::from_utf8(bytes).ok()?;
+    if text.trim_start().starts_with('{') {
+        // The kind is read as upstream's `extractCSV` reads it, from the object as YAML
+        // (JSON is YAML); only the kind is decoded.
+        #[derive(Deserialize)]
+        struct Kind {
+            #[serde(default)]
+            kind: Option<serde_json::Value>,
         }
-    };
+        let kind = match serde_json::from_str::<Kind>(&text) {
+            Ok(k) => k.kind,
+            Err(_) => yaml_object(&text)?.get("kind").cloned(),
+        };
+        let kind = kind
+            .as_ref()
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or("");
+        return Some((kind.to_string(), text));
+    }
+    let obj = yaml_object(&text)?;
     let kind = obj
         .get("kind")
         .and_then(serde_json::Value::as_str)
@@ -339,4 +356,11 @@ pub fn decode_bundle_object(value: &str) -> Option<(String, String)> {
         kind,
         crate::json::go_html_escape(crate::json::canonical(&obj)),
     ))
+}
+
+/// A bundle object's document read as YAML.
+fn yaml_object(text: &str) -> Option<serde_json::Value> {
+    crate::yaml::check_flow_depth(text).ok()?;
+    let de = yaml_serde::Deserializer::from_str(text).next()?;
+    serde_json::Value::deserialize(de).ok()
 }

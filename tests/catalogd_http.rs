@@ -459,6 +459,57 @@ fn metrics_count_calls_and_describe_the_catalog() {
     });
 }
 
+/// gRPC calls to methods the server does not have share one label value, as unknown HTTP
+/// paths do: a client sending made-up method names cannot grow `/metrics` (3,000 of them once
+/// made it 6 MB), nor can it write label values of its choosing.
+#[test]
+fn unknown_grpc_methods_share_one_metrics_label() {
+    let s = start(&[]);
+    let base = format!("http://127.0.0.1:{}", s.http);
+    let grpc = s.server.addr();
+    common::rt().block_on(async {
+        let h2 = reqwest::Client::builder()
+            .http2_prior_knowledge()
+            .build()
+            .unwrap();
+        let empty_message = vec![0u8; 5];
+        const CALLS: usize = 200;
+        for i in 0..CALLS {
+            let path = match i % 2 {
+                0 => format!("/api.Registry/Made{i}Up"),
+                _ => format!("/made{i}.Up/Method"),
+            };
+            let resp = h2
+                .post(format!("{grpc}{path}"))
+                .header("content-type", "application/grpc")
+                .header("te", "trailers")
+                .body(empty_message.clone())
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(resp.headers()["grpc-status"], "12", "{path}: UNIMPLEMENTED");
+        }
+        let (_, _, text) = get(&format!("{base}/metrics"), reqwest::Method::GET, &[]).await;
+        assert!(
+            !text.to_lowercase().contains("made"),
+            "a made-up method reached /metrics"
+        );
+        assert_eq!(
+            metric(
+                &text,
+                "opreg_grpc_requests_total{method=\"other\",code=\"Unimplemented\"}"
+            ),
+            Some(CALLS as f64)
+        );
+        // One series per metric for all of them, not one per name.
+        let series = text
+            .lines()
+            .filter(|l| l.starts_with("opreg_grpc_requests_total{"))
+            .count();
+        assert!(series <= 2, "{series} request series:\n{text}");
+    });
+}
+
 /// Waits until `/all` answers something other than `old`; returns it and the wait.
 fn wait_change(url: &str, old: &str, limit: Duration) -> (String, Duration) {
     let start = Instant::now();

@@ -495,7 +495,7 @@ fn contents(db: &Path) -> Vec<(String, Vec<Vec<String>>)> {
         )
     };
     let queries = [
-        ("bundle", "SELECT package, name, version, image, deprecation, wire_core, wire_manifests, csv_synth, csv_template, (SELECT package FROM package_csv c WHERE c.id = csv_parts) FROM bundle".to_string()),
+        ("bundle", "SELECT package, name, version, image, deprecation, wire_core, wire_manifests, csv_template, (SELECT package FROM package_csv c WHERE c.id = csv_parts) FROM bundle".to_string()),
         ("bundle_property", by_bundle("t.seq, t.type, t.value", "bundle_property")),
         ("related_image", by_bundle("t.seq, t.name, t.image", "related_image")),
         ("provided_api", by_bundle("t.api_group, t.version, t.kind", "provided_api")),

@@ -16,11 +16,12 @@ use std::time::Instant;
 /// log sink batches these lines in a server.
 pub const CALL_LOG_TARGET: &str = module_path!();
 
+/// The protocol, with the function that turns a request path into its label: a served
+/// method or route, else one shared value, never the raw path (the surfaces own their
+/// methods and routes; this layer only measures).
 #[derive(Clone, Copy, Debug)]
 enum Kind {
-    Grpc,
-    /// HTTP, with the function that turns a path into its route label (the HTTP surface owns
-    /// its routes; this layer only measures).
+    Grpc(fn(&str) -> &'static str),
     Http(fn(&str) -> &'static str),
 }
 
@@ -31,10 +32,10 @@ pub struct MetricsLayer {
 }
 
 impl MetricsLayer {
-    pub fn grpc(metrics: Arc<Metrics>) -> Self {
+    pub fn grpc(metrics: Arc<Metrics>, method_of: fn(&str) -> &'static str) -> Self {
         MetricsLayer {
             metrics,
-            kind: Kind::Grpc,
+            kind: Kind::Grpc(method_of),
         }
     }
     pub fn http(metrics: Arc<Metrics>, route_of: fn(&str) -> &'static str) -> Self {
@@ -82,8 +83,7 @@ where
         let started = Instant::now();
         let in_flight = self.metrics.activity.busy();
         let label = match self.kind {
-            Kind::Grpc => req.uri().path().to_string(),
-            Kind::Http(route_of) => route_of(req.uri().path()).to_string(),
+            Kind::Grpc(label_of) | Kind::Http(label_of) => label_of(req.uri().path()),
         };
         let method = req.method().to_string();
         let fut = self.inner.call(req);
@@ -92,7 +92,7 @@ where
             let resp = fut.await?;
             let (parts, body) = resp.into_parts();
             let status = match kind {
-                Kind::Grpc => parts
+                Kind::Grpc(_) => parts
                     .headers
                     .get("grpc-status")
                     .and_then(|v| v.to_str().ok())
@@ -115,7 +115,7 @@ where
             };
             Ok(http::Response::from_parts(
                 parts,
-                MeteredBody { inner: body, rec },
+                MeteredBody { rec, inner: body },
             ))
         })
     }
@@ -125,7 +125,7 @@ where
 struct Record {
     metrics: Arc<Metrics>,
     kind: Kind,
-    label: String,
+    label: &'static str,
     method: String,
     started: Instant,
     status: Option<i32>,
@@ -142,7 +142,7 @@ struct Record {
 impl Record {
     fn data(&mut self, chunk: &[u8]) {
         self.bytes += chunk.len() as u64;
-        if !matches!(self.kind, Kind::Grpc) {
+        if !matches!(self.kind, Kind::Grpc(_)) {
             return;
         }
         let mut i = 0usize;
@@ -180,12 +180,12 @@ impl Record {
         let secs = self.started.elapsed().as_secs_f64();
         let m = &self.metrics;
         match self.kind {
-            Kind::Grpc => {
+            Kind::Grpc(_) => {
                 // No status at all: the client went away (or the body ended without one).
                 let code = grpc_code_name(self.status.unwrap_or(if ended { 2 } else { 1 }));
                 let l = GrpcLabels {
-                    method: self.label.clone(),
-                    code: code.to_string(),
+                    method: self.label,
+                    code,
                 };
                 m.grpc_requests.get_or_create(&l).inc();
                 m.grpc_seconds.get_or_create(&l).observe(secs);
@@ -204,7 +204,7 @@ impl Record {
             Kind::Http(_) => {
                 let code = self.status.unwrap_or(0).to_string();
                 let l = HttpLabels {
-                    route: self.label.clone(),
+                    route: self.label.to_string(),
                     code: code.clone(),
                 };
                 m.http_requests.get_or_create(&l).inc();
@@ -225,15 +225,20 @@ impl Record {
     }
 }
 
-/// A response body that records its call when it ends or is dropped.
-pub struct MeteredBody<B> {
-    inner: B,
-    rec: Record,
+/// A call not recorded when its body ends is recorded when the body is dropped.
+impl Drop for Record {
+    fn drop(&mut self) {
+        self.finish(false);
+    }
 }
 
-impl<B> Drop for MeteredBody<B> {
-    fn drop(&mut self) {
-        self.rec.finish(false);
+pin_project_lite::pin_project! {
+    /// A response body that records its call when it ends or is dropped. `rec` is declared
+    /// first, so it is dropped (and the call recorded) before the inner body.
+    pub struct MeteredBody<B> {
+        rec: Record,
+        #[pin]
+        inner: B,
     }
 }
 
@@ -245,11 +250,8 @@ impl<B: Body> Body for MeteredBody<B> {
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
-        // SAFETY: `inner` is structurally pinned (never moved out of, Drop does not touch it);
-        // `rec` is never pinned.
-        let this = unsafe { self.get_unchecked_mut() };
-        let inner = unsafe { Pin::new_unchecked(&mut this.inner) };
-        let polled = inner.poll_frame(cx);
+        let this = self.project();
+        let polled = this.inner.poll_frame(cx);
         match &polled {
             Poll::Ready(Some(Ok(frame))) => {
                 if let Some(d) = frame.data_ref() {

@@ -22,8 +22,9 @@ use std::sync::atomic::AtomicU64;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct GrpcLabels {
-    pub method: String,
-    pub code: String,
+    /// A served method's path, or `other` (`server::services::method_label`).
+    pub method: &'static str,
+    pub code: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]

@@ -1,5 +1,7 @@
-//! `grpc.health.v1.Health`: SERVING for any service name once the catalog is loaded,
-//! NOT_SERVING before. `Watch` is not implemented, as in opm.
+//! `grpc.health.v1.Health`: for the server as a whole (`""`, or `"Registry"` as
+//! operator-registry's client asks) and for each service it serves, SERVING once the catalog
+//! is loaded and NOT_SERVING before; NOT_FOUND for any other name, as grpc-go's health server
+//! answers (opm's own answers SERVING for every name). `Watch` is not implemented, as in opm.
 
 use super::State;
 use std::sync::Arc;
@@ -17,8 +19,11 @@ pub struct HealthService {
 impl Health for HealthService {
     async fn check(
         &self,
-        _: Request<HealthCheckRequest>,
+        req: Request<HealthCheckRequest>,
     ) -> Result<Response<HealthCheckResponse>, Status> {
+        if !super::services::is_health_service(&req.get_ref().service) {
+            return Err(Status::not_found("unknown service"));
+        }
         let status = if self.state.is_loaded() {
             ServingStatus::Serving
         } else {

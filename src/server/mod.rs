@@ -2,9 +2,9 @@
 //! `grpc.health.v1.Health` and reflection (v1 and v1alpha) on one h2c port.
 //!
 //! Start-up: the listener opens at once and health answers NOT_SERVING while the catalog
-//! loads; once the store is open every service answers and health is SERVING for any service
-//! name (as opm does). Opening checks only what is cheap (header, file size, format, schema
-//! version); SQLite's check of every page runs right after, and a damaged file stops the
+//! loads; once the store is open every service answers and health is SERVING for the server
+//! and each of its services (NOT_FOUND for other names, [`health`]). Opening checks only what
+//! is cheap (header, file size, format, schema version); SQLite's check of every page runs right after, and a damaged file stops the
 //! server with exit code 1 and the reason, as a failed load does. Shutdown: SIGTERM or SIGINT stops accepting, lets in-flight calls finish
 //! within the grace period, then exits 0. After a swap of the served version every open
 //! connection gets a GOAWAY (`http::conn`). The server only reads the store. The four unary
@@ -13,6 +13,7 @@
 pub mod direct;
 pub mod health;
 pub mod registry;
+pub mod services;
 pub mod upgrades;
 
 use crate::api;
@@ -232,6 +233,7 @@ pub async fn serve(
         &crate::metrics::layer::MetricsLayer::grpc(
             opts.metrics
                 .unwrap_or_else(|| Arc::new(crate::metrics::Metrics::new(false))),
+            services::method_label,
         ),
         routes,
     );

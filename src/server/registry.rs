@@ -9,7 +9,7 @@
 use super::{clip, State};
 use crate::api::{self, experimental_registry_server::ExperimentalRegistry};
 use crate::served_api::registry_server::Registry;
-use crate::store::query::{Missing, NoDefaultProvider};
+use crate::store::questions::{Answer, NotFound};
 use crate::store::Store;
 use crate::wire::EncodedBundle;
 use std::pin::Pin;
@@ -29,8 +29,8 @@ fn internal(e: impl std::fmt::Display) -> Status {
     Status::internal(clip(format!("{e:#}")))
 }
 
-fn not_found(msg: String) -> Status {
-    Status::not_found(clip(msg))
+fn not_found(e: NotFound) -> Status {
+    Status::not_found(clip(e.to_string()))
 }
 
 fn required(field: &str, value: &str) -> Result<(), Status> {
@@ -46,95 +46,31 @@ fn required(field: &str, value: &str) -> Result<(), Status> {
 /// for one more indexed seek every 16 bundles.
 const LIST_PAGE: usize = 16;
 
-/// Runs a lookup of a few rows on the calling worker thread: for the bundle RPCs this is
-/// tens of microseconds, less than handing it to the blocking pool and back costs.
-fn inline<T>(store: Store, f: impl FnOnce(&Store) -> anyhow::Result<T>) -> Result<T, Status> {
-    f(&store).map_err(internal)
+/// Asks the store on the calling worker thread: for the bundle RPCs this is tens of
+/// microseconds, less than handing it to the blocking pool and back costs.
+fn inline<T>(store: Store, ask: impl FnOnce(&Store) -> Answer<T>) -> Result<T, Status> {
+    ask(&store).map_err(internal)?.map_err(not_found)
 }
 
-/// Runs a store query on the blocking pool.
+/// Asks the store on the blocking pool.
 async fn blocking<T: Send + 'static>(
     store: Store,
-    f: impl FnOnce(&Store) -> anyhow::Result<T> + Send + 'static,
+    ask: impl FnOnce(&Store) -> Answer<T> + Send + 'static,
 ) -> Result<T, Status> {
-    tokio::task::spawn_blocking(move || f(&store))
+    tokio::task::spawn_blocking(move || ask(&store))
         .await
         .map_err(internal)?
-        .map_err(internal)
+        .map_err(internal)?
+        .map_err(not_found)
 }
 
 fn iter_stream<T: Send + 'static>(items: Vec<T>) -> Stream_<T> {
     Box::pin(tokio_stream::iter(items.into_iter().map(Ok)))
 }
 
-fn missing_bundle(m: Missing, pkg: &str, ch: &str, name: &str) -> Status {
-    not_found(match m {
-        Missing::Package => format!("package {pkg:?} not found"),
-        Missing::Channel => format!("package {pkg:?}, channel {ch:?} not found"),
-        Missing::Bundle => format!("package {pkg:?}, channel {ch:?}, bundle {name:?} not found"),
-    })
-}
-
 fn gvk_required(version: &str, kind: &str) -> Result<(), Status> {
     required("version", version)?;
     required("kind", kind)
-}
-
-/// Entries for the provider queries: the entry with its own replaces, plus one per skip that
-/// differs from it.
-fn expand_skips(
-    rows: Vec<crate::store::query::EntryRow>,
-    keep_skip: impl Fn(&crate::store::query::EntryRow, &str) -> bool,
-) -> Vec<api::ChannelEntry> {
-    let mut out = Vec::new();
-    for r in rows {
-        let entry = |replaces: &str| api::ChannelEntry {
-            package_name: r.package.clone(),
-            channel_name: r.channel.clone(),
-            bundle_name: r.bundle.clone(),
-            replaces: replaces.to_string(),
-        };
-        out.push(entry(&r.replaces));
-        for s in r
-            .skips
-            .iter()
-            .filter(|s| **s != r.replaces && keep_skip(&r, s))
-        {
-            out.push(entry(s));
-        }
-    }
-    out
-}
-
-/// Head entries providing a GVK (with their in-channel skips), FBC's "latest" rule.
-fn latest_providers(
-    s: &Store,
-    g: &str,
-    v: &str,
-    k: &str,
-) -> anyhow::Result<Vec<api::ChannelEntry>> {
-    let rows: Vec<_> = s
-        .providing_entries(g, v, k)?
-        .into_iter()
-        .filter(|r| r.position == 0)
-        .collect();
-    let mut out = Vec::new();
-    for r in rows {
-        let mut kept = std::collections::HashSet::new();
-        for sk in &r.skips {
-            if s.in_channel(&r.package, &r.channel, sk)? {
-                kept.insert(sk.clone());
-            }
-        }
-        out.extend(expand_skips(vec![r], |_, sk| kept.contains(sk)));
-    }
-    Ok(out)
-}
-
-fn no_providers(g: &str, v: &str, k: &str) -> Status {
-    not_found(format!(
-        "no channel entries found that provide group:{g:?} version:{v:?} kind:{k:?}"
-    ))
 }
 
 #[tonic::async_trait]
@@ -150,26 +86,19 @@ impl Registry for RegistryService {
         _: Request<api::ListPackageRequest>,
     ) -> Result<Response<Self::ListPackagesStream>, Status> {
         // From the package index, in memory: no query.
-        let names = self.state.store()?.list_packages().map_err(internal)?;
-        Ok(Response::new(iter_stream(
-            names
-                .into_iter()
-                .map(|name| api::PackageName { name })
-                .collect(),
-        )))
+        let names = inline(self.state.store()?, |s| Ok(Ok(s.package_names()?)))?;
+        let names = names.into_iter().map(|name| api::PackageName { name });
+        Ok(Response::new(iter_stream(names.collect())))
     }
 
     async fn get_package(
         &self,
         req: Request<api::GetPackageRequest>,
     ) -> Result<Response<api::Package>, Status> {
-        let name = req.into_inner().name;
-        required("name", &name)?;
+        let r = req.into_inner();
+        required("name", &r.name)?;
         // From the package index, in memory: no query.
-        match self.state.store()?.get_package(&name).map_err(internal)? {
-            Some(p) => Ok(Response::new(p)),
-            None => Err(not_found(format!("package {name:?} not found"))),
-        }
+        inline(self.state.store()?, |s| s.package(&r.name)).map(Response::new)
     }
 
     async fn get_bundle(
@@ -180,15 +109,10 @@ impl Registry for RegistryService {
         required("pkgName", &r.pkg_name)?;
         required("channelName", &r.channel_name)?;
         required("csvName", &r.csv_name)?;
-        let (p, c, n) = (
-            r.pkg_name.clone(),
-            r.channel_name.clone(),
-            r.csv_name.clone(),
-        );
-        match inline(self.state.store()?, move |s| s.get_bundle(&p, &c, &n, true))? {
-            Ok(b) => Ok(Response::new(b)),
-            Err(m) => Err(missing_bundle(m, &r.pkg_name, &r.channel_name, &r.csv_name)),
-        }
+        inline(self.state.store()?, |s| {
+            s.bundle(&r.pkg_name, &r.channel_name, &r.csv_name)
+        })
+        .map(Response::new)
     }
 
     async fn get_bundle_for_channel(
@@ -198,31 +122,22 @@ impl Registry for RegistryService {
         let r = req.into_inner();
         required("pkgName", &r.pkg_name)?;
         required("channelName", &r.channel_name)?;
-        let (p, c) = (r.pkg_name.clone(), r.channel_name.clone());
-        let res = inline(self.state.store()?, move |s| {
-            if let Err(m) = s.check_channel(&p, &c)? {
-                return Ok(Err(m));
-            }
-            let head = s.channel_head(&p, &c)?.unwrap_or_default();
-            s.get_entry_bundle(&p, &c, &head, true)
-        })?;
-        res.map(Response::new)
-            .map_err(|m| missing_bundle(m, &r.pkg_name, &r.channel_name, ""))
+        inline(self.state.store()?, |s| {
+            s.bundle_for_channel(&r.pkg_name, &r.channel_name)
+        })
+        .map(Response::new)
     }
 
     async fn get_channel_entries_that_replace(
         &self,
         req: Request<api::GetAllReplacementsRequest>,
     ) -> Result<Response<Self::GetChannelEntriesThatReplaceStream>, Status> {
-        let name = req.into_inner().csv_name;
-        required("csvName", &name)?;
-        let n = name.clone();
-        let entries = blocking(self.state.store()?, move |s| s.entries_that_replace(&n)).await?;
-        if entries.is_empty() {
-            return Err(not_found(format!(
-                "no channel entries found that replace {name}"
-            )));
-        }
+        let r = req.into_inner();
+        required("csvName", &r.csv_name)?;
+        let entries = blocking(self.state.store()?, move |s| {
+            s.entries_that_replace(&r.csv_name)
+        })
+        .await?;
         Ok(Response::new(iter_stream(entries)))
     }
 
@@ -234,30 +149,10 @@ impl Registry for RegistryService {
         required("csvName", &r.csv_name)?;
         required("pkgName", &r.pkg_name)?;
         required("channelName", &r.channel_name)?;
-        let (p, c, n) = (
-            r.pkg_name.clone(),
-            r.channel_name.clone(),
-            r.csv_name.clone(),
-        );
-        let res = inline(self.state.store()?, move |s| {
-            if let Err(m) = s.check_channel(&p, &c)? {
-                return Ok(Err(m));
-            }
-            s.replacement_in_channel(&p, &c, &n)
-        })?;
-        res.map(Response::new).map_err(|m| {
-            not_found(match m {
-                Missing::Package => format!("package {} not found", r.pkg_name),
-                Missing::Channel => format!(
-                    "package {:?}, channel {:?} not found",
-                    r.pkg_name, r.channel_name
-                ),
-                Missing::Bundle => format!(
-                    "no entry found for package {:?}, channel {:?}",
-                    r.pkg_name, r.channel_name
-                ),
-            })
+        inline(self.state.store()?, |s| {
+            s.bundle_that_replaces(&r.csv_name, &r.pkg_name, &r.channel_name)
         })
+        .map(Response::new)
     }
 
     async fn get_channel_entries_that_provide(
@@ -266,15 +161,10 @@ impl Registry for RegistryService {
     ) -> Result<Response<Self::GetChannelEntriesThatProvideStream>, Status> {
         let r = req.into_inner();
         gvk_required(&r.version, &r.kind)?;
-        let (g, v, k) = (r.group.clone(), r.version.clone(), r.kind.clone());
-        let rows = blocking(self.state.store()?, move |s| {
-            s.providing_entries(&g, &v, &k)
+        let entries = blocking(self.state.store()?, move |s| {
+            s.entries_that_provide(&r.group, &r.version, &r.kind)
         })
         .await?;
-        let entries = expand_skips(rows, |_, _| true);
-        if entries.is_empty() {
-            return Err(no_providers(&r.group, &r.version, &r.kind));
-        }
         Ok(Response::new(iter_stream(entries)))
     }
 
@@ -284,14 +174,10 @@ impl Registry for RegistryService {
     ) -> Result<Response<Self::GetLatestChannelEntriesThatProvideStream>, Status> {
         let r = req.into_inner();
         gvk_required(&r.version, &r.kind)?;
-        let (g, v, k) = (r.group.clone(), r.version.clone(), r.kind.clone());
         let entries = blocking(self.state.store()?, move |s| {
-            latest_providers(s, &g, &v, &k)
+            s.latest_entries_that_provide(&r.group, &r.version, &r.kind)
         })
         .await?;
-        if entries.is_empty() {
-            return Err(no_providers(&r.group, &r.version, &r.kind));
-        }
         Ok(Response::new(iter_stream(entries)))
     }
 
@@ -301,17 +187,10 @@ impl Registry for RegistryService {
     ) -> Result<Response<EncodedBundle>, Status> {
         let r = req.into_inner();
         gvk_required(&r.version, &r.kind)?;
-        let res = inline(self.state.store()?, |s| {
-            s.default_provider(&r.group, &r.version, &r.kind)
-        })?;
-        match res {
-            Ok(b) => Ok(Response::new(b)),
-            Err(NoDefaultProvider::NoHead) => Err(no_providers(&r.group, &r.version, &r.kind)),
-            Err(NoDefaultProvider::NotInDefaultChannel) => Err(not_found(format!(
-                "no entry found that provides group:{:?} version:{:?} kind:{:?}",
-                r.group, r.version, r.kind
-            ))),
-        }
+        inline(self.state.store()?, |s| {
+            s.default_bundle_that_provides(&r.group, &r.version, &r.kind)
+        })
+        .map(Response::new)
     }
 
     async fn list_bundles(
@@ -399,7 +278,7 @@ impl ExperimentalRegistry for RegistryService {
             ))));
         }
         let blobs = blocking(self.state.store()?, move |s| {
-            s.custom_metas(&r.schema, &r.package_name)
+            Ok(Ok(s.custom_metas(&r.schema, &r.package_name)?))
         })
         .await?;
         let structs = blobs

@@ -4,7 +4,7 @@
 
 use super::answers;
 use super::batch::{insert_rows, BundleRows};
-use super::{FORMAT_KEY, FORMAT_VALUE, MIGRATIONS_DIR};
+use super::{FORMAT_KEY, FORMAT_VALUE, SCHEMA, SCHEMA_VERSION};
 use crate::api;
 use crate::graph;
 use crate::model::*;
@@ -13,14 +13,6 @@ use anyhow::{bail, Context, Result};
 use prost::Message;
 use rusqlite::{params, Connection, OptionalExtension};
 use std::path::{Path, PathBuf};
-
-fn props_json(props: &[Property]) -> String {
-    let pairs: Vec<(&str, &str)> = props
-        .iter()
-        .map(|p| (p.r#type.as_str(), p.value.as_str()))
-        .collect();
-    serde_json::to_string(&pairs).expect("serializing strings cannot fail")
-}
 
 /// Writes a validated catalog to `output` atomically: a temp file in the same directory is
 /// filled, synced and renamed over `output`. On any error `output` is left as it was.
@@ -179,17 +171,14 @@ impl Builder {
         tmp.as_file()
             .try_lock()
             .with_context(|| format!("cannot lock {}", tmp.path().display()))?;
-        let mut conn = Connection::open(tmp.path())?;
+        let conn = Connection::open(tmp.path())?;
         // Bundles may arrive before their package: the catalog's consistency is checked by
         // validation, not by foreign keys.
         conn.execute_batch(
             "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA foreign_keys = OFF;",
         )?;
-        let migrations = rusqlite_migration::Migrations::from_directory(&MIGRATIONS_DIR)
-            .map_err(|e| anyhow::anyhow!("bad embedded migrations: {e}"))?;
-        migrations
-            .to_latest(&mut conn)
-            .context("applying schema migrations")?;
+        conn.execute_batch(SCHEMA).context("creating the schema")?;
+        conn.pragma_update(None, "user_version", SCHEMA_VERSION)?;
         let deferred_indexes = drop_secondary_indexes(&conn)?;
         conn.execute_batch("BEGIN")?;
         Ok(Builder {
@@ -409,7 +398,7 @@ fn add_bundle_rows(
         None => None,
     };
     let n = conn
-        .prepare_cached("INSERT OR IGNORE INTO bundle (package, name, version, image, deprecation, wire_core, wire_manifests, csv_synth, csv_template, csv_parts) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)")?
+        .prepare_cached("INSERT OR IGNORE INTO bundle (package, name, version, image, deprecation, wire_core, wire_manifests, csv_template, csv_parts) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)")?
         .execute(params![
             b.package,
             b.name,
@@ -418,7 +407,6 @@ fn add_bundle_rows(
             deprecation,
             wire.core.encode_to_vec(),
             wire.manifests.encode_to_vec(),
-            wire.csv_synth,
             template,
             parts,
         ])?;
@@ -500,7 +488,7 @@ fn fill(
                 pkg.description,
                 pkg.icon.as_ref().map(|i| &i.base64data),
                 pkg.icon.as_ref().map(|i| &i.mediatype),
-                props_json(&pkg.properties),
+                super::columns::properties_text(&pkg.properties),
                 pkg.package_deprecation(),
             ])?;
             let (csv_description, csv_icon) =
@@ -527,7 +515,7 @@ fn fill(
                     pkg.name,
                     ch.name,
                     head,
-                    props_json(&ch.properties),
+                    super::columns::properties_text(&ch.properties),
                     pkg.channel_deprecation(&ch.name)
                 ])?;
                 let position: std::collections::HashMap<&str, usize> =
@@ -548,7 +536,7 @@ fn fill(
                             .copied()
                             .unwrap_or(usize::MAX >> 1) as i64,
                         e.replaces,
-                        serde_json::to_string(&e.skips)?,
+                        super::columns::skips_text(&e.skips),
                         e.skip_range,
                     ])?;
                 }

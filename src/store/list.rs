@@ -99,14 +99,13 @@ impl Store {
         )?;
         let mut v: Vec<BundleRow> = st
             .query_map([package], |r| {
-                let skips: String = r.get(5)?;
                 Ok(BundleRow {
                     package: r.get(0)?,
                     channel: r.get(1)?,
                     name: r.get(2)?,
                     version: r.get(3)?,
                     replaces: r.get(4)?,
-                    skips: serde_json::from_str(&skips).unwrap_or_default(),
+                    skips: r.get::<_, super::columns::Skips>(5)?.0,
                     skip_range: r.get(6)?,
                     image: r.get(7)?,
                 })

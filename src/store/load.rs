@@ -1,6 +1,7 @@
 //! Reading a built database back into the model: `render` of a database, using one as a
 //! SOURCE of another ingest, and upgrade resolution from the CLI.
 
+use super::columns::{Properties, Skips};
 use super::Store;
 use crate::model::*;
 use anyhow::Result;
@@ -11,16 +12,6 @@ impl Store {
         let c = self.conn()?;
         let origin = Origin::file(self.inner.path.display().to_string());
         let mut cat = Catalog::default();
-        let props_of = |s: String| -> Vec<Property> {
-            serde_json::from_str::<Vec<(String, String)>>(&s)
-                .unwrap_or_default()
-                .into_iter()
-                .map(|(t, v)| Property {
-                    r#type: t,
-                    value: v,
-                })
-                .collect()
-        };
         let mut st = c.prepare("SELECT name, default_channel, description, icon_data, icon_mediatype, properties FROM package ORDER BY name")?;
         let rows = st.query_map([], |r| {
             Ok(Package {
@@ -37,7 +28,7 @@ impl Store {
                     }),
                     _ => None,
                 },
-                properties: props_of(r.get(5)?),
+                properties: r.get::<_, Properties>(5)?.0,
                 origin: origin.clone(),
                 ..Default::default()
             })
@@ -58,7 +49,7 @@ impl Store {
                     Channel {
                         name,
                         entries: Vec::new(),
-                        properties: props_of(r.get(2)?),
+                        properties: r.get::<_, Properties>(2)?.0,
                         origin: origin.clone(),
                     },
                 );
@@ -68,7 +59,6 @@ impl Store {
         let mut rows = st.query([])?;
         while let Some(r) = rows.next()? {
             let (pkg, ch): (String, String) = (r.get(0)?, r.get(1)?);
-            let skips: String = r.get(4)?;
             if let Some(c) = cat
                 .packages
                 .get_mut(&pkg)
@@ -77,7 +67,7 @@ impl Store {
                 c.entries.push(ChannelEntry {
                     name: r.get(2)?,
                     replaces: r.get(3)?,
-                    skips: serde_json::from_str(&skips).unwrap_or_default(),
+                    skips: r.get::<_, Skips>(4)?.0,
                     skip_range: r.get(5)?,
                 });
             }

@@ -3,8 +3,10 @@
 //! `opreg ingest` writes a database once ([`write_catalog`]): packages, channels with their
 //! heads, bundles with properties and related images, channel entries with their position from
 //! the head, deprecations, custom metas, each bundle's precomputed wire form, and one `edge` row
-//! per update edge as [`crate::graph::channel_edges`] defines them. The schema is the versioned
-//! SQL in `migrations/`, tracked in `PRAGMA user_version`.
+//! per update edge as [`crate::graph::channel_edges`] defines them. The schema is one SQL file,
+//! `migrations/10-schema/up.sql`, at version [`SCHEMA_VERSION`], recorded in
+//! `PRAGMA user_version`: a database of any other version is refused (an older one is rebuilt
+//! by the caller), never migrated.
 //!
 //! Serving opens the file read-only and immutable ([`Store::open`]); nothing here can write
 //! to an opened store.
@@ -17,8 +19,10 @@
 //! | `batch` | the Builder's multi-row inserts and the bundle rows it holds until a batch is full |
 //! | [`load`] | reading a whole catalog back into the model |
 //! | `list` | `opreg list`'s narrow queries: package, channel and entry rows |
+//! | `columns` | the JSON-text columns (skips, properties), encoded and decoded once |
 //! | [`package_index`] | packages and channels, held in memory while a store is served |
-//! | [`query`] | the server's read queries and the answers spliced from stored wire forms |
+//! | [`questions`] | the server's questions, one per RPC, with upstream's "not found" texts |
+//! | [`query`] | reading a bundle answer, spliced from the stored wire form; ListBundles' pages |
 //! | `blobs` | reading a CSV's template, description and icon into an answer's own buffer |
 //! | [`upgrade_query`] | the [`crate::graph::resolve::UpgradeGraph`] over stored edges |
 
@@ -26,25 +30,32 @@ mod answers;
 mod batch;
 mod blobs;
 mod build;
+mod columns;
 mod list;
 mod load;
 pub mod package_index;
-
-pub use build::{check_output, write_catalog, Builder};
 pub mod query;
+pub mod questions;
 pub mod upgrade_query;
 
+pub use build::{check_output, write_catalog, Builder};
+
 use anyhow::{bail, Context, Result};
-use include_dir::{include_dir, Dir};
 use rusqlite::{Connection, OptionalExtension};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-static MIGRATIONS_DIR: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/migrations");
+/// The schema this opreg writes and reads: every table and index, as SQL.
+const SCHEMA: &str = include_str!("../../migrations/10-schema/up.sql");
 
-/// The schema version this opreg writes and reads.
+/// The version of [`SCHEMA`]. It only ever increases: raise it with every change to the
+/// schema. Versions 1 to 9 were the earlier schemas (then counted by their migration files),
+/// so a database they wrote reads as older and is rebuilt, never as newer.
+pub const SCHEMA_VERSION: i64 = 10;
+
+/// The schema version this opreg writes and reads ([`SCHEMA_VERSION`]).
 pub fn schema_version() -> i64 {
-    MIGRATIONS_DIR.dirs().count() as i64
+    SCHEMA_VERSION
 }
 
 const FORMAT_KEY: &str = "format";
@@ -285,4 +296,38 @@ fn quick_check(conn: &Connection, path: &Path) -> Result<()> {
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The schema version only increases: a database of any earlier schema, 1 to 9 from the
+    /// time the version was the count of migration files, reads as older (and is rebuilt),
+    /// never as newer; this build's own reads as current.
+    #[test]
+    fn databases_of_earlier_schemas_read_as_older() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = demo_store(dir.path()).path().to_path_buf();
+        let written: i64 = Connection::open(&db)
+            .unwrap()
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(written, SCHEMA_VERSION);
+        for v in (1..=9).chain([SCHEMA_VERSION - 1, SCHEMA_VERSION + 1]) {
+            let copy = dir.path().join(format!("v{v}.db"));
+            std::fs::copy(&db, &copy).unwrap();
+            Connection::open(&copy)
+                .unwrap()
+                .pragma_update(None, "user_version", v)
+                .unwrap();
+            let err = Store::open(&copy).err().expect("another schema is refused");
+            let want = match v > SCHEMA_VERSION {
+                true => "written by a newer opreg",
+                false => "older than this opreg's",
+            };
+            assert!(format!("{err:#}").contains(want), "version {v}: {err:#}");
+        }
+        assert!(Store::open(&db).is_ok());
+    }
 }

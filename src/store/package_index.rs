@@ -16,7 +16,6 @@
 //! messages) are in the text once, and a head that starts with its package's name keeps only
 //! what follows it (see [`PREFIXED`]): on that catalog, 116 KB of text instead of 473 KB.
 
-use super::query::Missing;
 use crate::api;
 use anyhow::{Context, Result};
 use std::collections::HashMap;
@@ -45,6 +44,13 @@ struct ChannelFacts {
 /// that has that version, not every head in full: on the 64× synthetic catalog, 116 KB of
 /// text instead of 303 KB.
 const PREFIXED: u32 = 1 << 31;
+
+/// Which part of a (package, channel) address is not in the index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unresolved {
+    Package,
+    Channel,
+}
 
 pub struct PackageIndex {
     text: Box<str>,
@@ -197,8 +203,8 @@ impl PackageIndex {
         })
     }
 
-    pub fn channel(&self, package: &str, channel: &str) -> Result<ChannelRef<'_>, Missing> {
-        let p = self.package(package).ok_or(Missing::Package)?;
+    pub fn channel(&self, package: &str, channel: &str) -> Result<ChannelRef<'_>, Unresolved> {
+        let p = self.package(package).ok_or(Unresolved::Package)?;
         let run = p.facts().channels.clone();
         self.channels[run.start as usize..run.end as usize]
             .binary_search_by(|c| self.str(c.name).cmp(channel))
@@ -207,7 +213,7 @@ impl PackageIndex {
                 at: run.start + i as u32,
                 package: p.at,
             })
-            .map_err(|_| Missing::Channel)
+            .map_err(|_| Unresolved::Channel)
     }
 }
 

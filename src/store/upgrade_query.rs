@@ -27,11 +27,10 @@ impl Store {
              WHERE package = ?1 AND channel = ?2 ORDER BY seq",
         )?;
         let rows = st.query_map([package, channel], |r| {
-            let skips: String = r.get(2)?;
             Ok(ChannelEntry {
                 name: r.get(0)?,
                 replaces: r.get(1)?,
-                skips: serde_json::from_str(&skips).unwrap_or_default(),
+                skips: r.get::<_, super::columns::Skips>(2)?.0,
                 skip_range: r.get(3)?,
             })
         })?;
