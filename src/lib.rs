@@ -46,7 +46,8 @@
 //!   `opreg.v1.Upgrades`, health and reflection, with graceful shutdown; the unary bundle
 //!   RPCs' answers are sent piece by piece ([`server::direct`]).
 //! * [`http`]: catalogd's HTTP API (OLM v1), `/healthz`, `/readyz`, `/metrics`, from the same
-//!   served version as [`server`]; [`metrics`]: the Prometheus metrics and per-call logs of both.
+//!   served version as [`server`]; [`conn`]: the connection layer both use (accept loop, TLS,
+//!   graceful shutdown); [`metrics`]: the Prometheus metrics and per-call logs of both.
 //! * [`cli`]: one file per subcommand; exit codes; logging.
 //! * [`demo`]: the embedded demo catalog served when no SOURCE is given.
 //!
@@ -79,6 +80,7 @@ pub mod upgrades_api {
 
 pub mod catalog;
 pub mod cli;
+pub mod conn;
 pub mod demo;
 pub mod diag;
 pub mod diff;

@@ -212,6 +212,7 @@ impl InProcess {
                     metrics: None,
                     http: None,
                     tls: None,
+                    limits: opreg::conn::Limits::default(),
                 };
                 let _ = opreg::server::serve(listener, opts, move || {
                     opreg::store::Store::open_unverified(&db)
