@@ -97,7 +97,7 @@ pub struct Args {
     /// idle time included.
     #[arg(long, default_value = "10", value_name = "SECONDS", value_parser = parse_seconds)]
     pub request_timeout: Duration,
-    /// At most this many open connections per port (each idle one holds about 19 KB); more
+    /// At most this many open connections per port (an idle one holds about 22 KB); more
     /// wait to be accepted until one closes.
     #[arg(long, default_value_t = 1000, value_name = "N",
           value_parser = clap::value_parser!(u32).range(1..))]

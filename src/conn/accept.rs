@@ -26,8 +26,9 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What a slow or idle client may hold. The defaults are sized from measurement: a connection
-/// that sent half a request header holds about 19 KB (800 of them added 15 MB), so 1,000
-/// connections per port stay near 20 MB.
+/// that sent half a request header, or only the HTTP/2 preface, holds about 22 KB of the
+/// server's memory (800 of them added 17.6 MB and 18.3 MB), so 1,000 connections per port
+/// stay near 22 MB.
 #[derive(Clone, Copy, Debug)]
 pub struct Limits {
     /// A connection that has not sent a whole request this long after it opened is closed
