@@ -33,7 +33,8 @@
 //! * The application: [`load`] (SOURCEs into a valid catalog, every diagnostic returned),
 //!   [`ingest`] (the one build path, streaming on three threads), [`authoring`]
 //!   (`render-template`).
-//! * [`metrics`] (Prometheus metrics, per-call logs); [`server`] (the gRPC surface) and
+//! * [`metrics`] (Prometheus metrics, per-call logs) and [`conn`] (the accept loop, slow-client
+//!   limits, write coalescing and TLS both ports use); [`server`] (the gRPC surface) and
 //!   [`http`] (catalogd's HTTP API, health, metrics), siblings on one served version.
 //! * [`serve`] (`opreg serve`: runtime, cache, reloads, watch, poll) and [`probe`] (the health
 //!   probe client).
@@ -72,6 +73,7 @@ pub mod upgrades_api {
 pub mod authoring;
 pub mod catalog;
 pub mod cli;
+pub mod conn;
 pub mod demo;
 pub mod diag;
 pub mod diff;

@@ -80,11 +80,11 @@ pub async fn check(a: &ProbeOptions) -> (i32, String) {
             return endpoint.connect().await.map_err(anyhow::Error::from);
         }
         let trust = match (&a.tls_ca_cert, a.tls_no_verify) {
-            (Some(p), _) => crate::http::tls::Trust::CaFile("-tls-ca-cert", p),
-            (None, true) => crate::http::tls::Trust::NoVerify,
-            (None, false) => crate::http::tls::Trust::PublicRoots,
+            (Some(p), _) => crate::conn::tls::Trust::CaFile("-tls-ca-cert", p),
+            (None, true) => crate::conn::tls::Trust::NoVerify,
+            (None, false) => crate::conn::tls::Trust::PublicRoots,
         };
-        let cfg = crate::http::tls::client_config(trust)?;
+        let cfg = crate::conn::tls::client_config(trust)?;
         let host = a.tls_server_name.clone().unwrap_or_else(|| {
             addr.rsplit_once(':')
                 .map(|(h, _)| h.trim_matches(|c| c == '[' || c == ']').to_string())

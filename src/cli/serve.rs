@@ -72,7 +72,7 @@ pub struct Args {
     /// /api/v1/metas), /healthz, /readyz and Prometheus /metrics on this port.
     #[arg(long, value_name = "PORT")]
     pub http_port: Option<u16>,
-    /// The catalog's name in the HTTP API's paths (a DNS-1123 label).
+    /// The catalog's name in the HTTP API's paths (a DNS-1123 subdomain, as catalogd's names).
     #[arg(long, default_value = "catalog", value_name = "NAME", value_parser = parse_catalog_name)]
     pub catalog_name: String,
     /// Reload when SOURCE (a directory or file) changes; changes are debounced and land
@@ -89,6 +89,16 @@ pub struct Args {
     /// The PEM private key of --tls-cert.
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
+    /// Close a connection (either port) that has not sent a whole request this many seconds
+    /// after it opened; on HTTP/1.1 also the longest wait for each later request's header,
+    /// idle time included.
+    #[arg(long, default_value = "10", value_name = "SECONDS", value_parser = parse_seconds)]
+    pub request_timeout: Duration,
+    /// At most this many open connections per port (an idle one holds about 22 KB); more
+    /// wait to be accepted until one closes.
+    #[arg(long, default_value_t = 1000, value_name = "N",
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_connections: u32,
     /// Do not log one line per gRPC call and HTTP request.
     #[arg(long)]
     pub no_call_log: bool,
@@ -97,12 +107,12 @@ pub struct Args {
 }
 
 fn parse_catalog_name(s: &str) -> Result<String, String> {
-    let errs = crate::validate::dns1123_label_errors(s);
+    let errs = crate::names::dns1123_subdomain_errors(s);
     if errs.is_empty() {
         Ok(s.to_string())
     } else {
         Err(format!(
-            "{s:?} is not a DNS-1123 label: {}",
+            "{s:?} is not a DNS-1123 subdomain: {}",
             errs.join("; ")
         ))
     }
@@ -150,6 +160,10 @@ impl Args {
             poll_interval: self.poll_interval,
             tls: self.tls_cert.zip(self.tls_key),
             call_log: !self.no_call_log,
+            limits: crate::conn::Limits {
+                request_timeout: self.request_timeout,
+                max_connections: self.max_connections as usize,
+            },
             image: self.image,
         }
     }

@@ -1,7 +1,8 @@
 //! catalogd's catalog API, with catalogd's status codes and quirks:
 //!
 //! * `GET|HEAD /catalogs/NAME/api/v1/all`: the JSONL file, served as Go's `http.ServeContent`
-//!   serves it (Last-Modified, If-Modified-Since → 304, If-Unmodified-Since → 412, Range);
+//!   serves it (Last-Modified, If-Modified-Since → 304, If-Unmodified-Since → 412, one Range),
+//!   compressed as gzhttp compresses it ([`super::encoding`]);
 //! * `GET|HEAD /catalogs/NAME/api/v1/metas?schema=&package=&name=`: exact-match filters, ANDed,
 //!   in file order; any other parameter → 400; `package=X` does not match X's own `olm.package`
 //!   (it has no `package` field); nothing matching → an empty 200;
@@ -9,6 +10,7 @@
 //!   404; another method → 405.
 
 use super::content::{Content, Section};
+use super::encoding::{self, Coding};
 use super::{plain, HttpState};
 use axum::body::Body;
 use axum::response::Response;
@@ -16,7 +18,6 @@ use bytes::Bytes;
 use http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use std::sync::Arc;
 use std::time::SystemTime;
-use tower::ServiceExt;
 
 /// The two endpoints.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -70,7 +71,7 @@ pub async fn handle(
     };
     match endpoint {
         Endpoint::All => serve_all(content, method, headers).await,
-        Endpoint::Metas => serve_metas(content, method, headers, filters),
+        Endpoint::Metas => serve_metas(content, method, headers, filters).await,
     }
 }
 
@@ -86,88 +87,247 @@ fn status_text(code: StatusCode) -> Response {
     )
 }
 
+/// `/api/v1/all` as Go's `http.ServeContent` serves it behind gzhttp: preconditions (a 304
+/// keeps `Last-Modified`), one byte range of the file as it is (a range is never compressed),
+/// and otherwise the whole version in the negotiated coding, from its precompressed copy.
 async fn serve_all(content: Arc<Content>, method: &Method, headers: &HeaderMap) -> Response {
-    let mut req = http::Request::builder().method(method.clone()).uri("/");
-    for (k, v) in headers {
-        req = req.header(k, v);
+    if let Some(early) = early_answer(&content, headers) {
+        return early;
     }
-    let req = match req.body(Body::empty()) {
-        Ok(r) => r,
-        Err(_) => return status_text(StatusCode::BAD_REQUEST),
+    let mut status = StatusCode::OK;
+    let mut coding = Coding::Identity;
+    let mut section = Section {
+        offset: 0,
+        len: content.size,
     };
-    // The file stays open for the response even if a swap removes it meanwhile.
-    let served = tower_http::services::ServeFile::new(&content.path)
-        .oneshot(req)
-        .await;
-    match served {
-        Ok(resp) => {
-            let (mut parts, body) = resp.into_parts();
-            if parts.status == StatusCode::NOT_FOUND {
-                return status_text(StatusCode::NOT_FOUND);
-            }
-            if parts.status.is_success() {
-                parts.headers.insert(
-                    header::CONTENT_TYPE,
-                    HeaderValue::from_static("application/jsonl"),
-                );
-            }
-            Response::from_parts(parts, Body::new(body))
+    let mut content_range = None;
+    match requested_range(headers, content.modified, content.size) {
+        RangeAsk::Whole => coding = encoding::negotiate(headers, content.size),
+        RangeAsk::One(s) => {
+            status = StatusCode::PARTIAL_CONTENT;
+            content_range = Some(format!(
+                "bytes {}-{}/{}",
+                s.offset,
+                s.offset + s.len - 1,
+                content.size
+            ));
+            section = s;
         }
-        Err(e) => {
-            tracing::error!(error = %e, "cannot serve {}", content.path.display());
-            status_text(StatusCode::INTERNAL_SERVER_ERROR)
+        RangeAsk::Unsatisfiable => {
+            let mut r = plain(
+                StatusCode::RANGE_NOT_SATISFIABLE,
+                "invalid range: failed to overlap",
+            );
+            r.headers_mut().insert(
+                header::CONTENT_RANGE,
+                HeaderValue::from_str(&format!("bytes */{}", content.size))
+                    .expect("a number is a valid header"),
+            );
+            return r;
         }
     }
+    let (path, size) = content.file(coding);
+    if coding != Coding::Identity {
+        section = Section {
+            offset: 0,
+            len: size,
+        };
+    }
+    let body = if method == Method::HEAD {
+        Body::empty()
+    } else {
+        Body::from_stream(read_sections(content.clone(), path, vec![section]))
+    };
+    let mut r = Response::new(body);
+    *r.status_mut() = status;
+    let h = r.headers_mut();
+    h.insert(header::LAST_MODIFIED, last_modified(&content));
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/jsonl"),
+    );
+    h.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
+    if let Some(enc) = coding.header() {
+        h.insert(header::CONTENT_ENCODING, HeaderValue::from_static(enc));
+    }
+    if let Some(cr) = content_range {
+        h.insert(
+            header::CONTENT_RANGE,
+            HeaderValue::from_str(&cr).expect("a range is a valid header"),
+        );
+    }
+    h.insert(header::CONTENT_LENGTH, HeaderValue::from(section.len));
+    r
 }
 
-fn serve_metas(
+/// A byte range asked for with `Range` (and honoured under `If-Range`).
+enum RangeAsk {
+    Whole,
+    One(Section),
+    Unsatisfiable,
+}
+
+/// Go's `parseRange` for one range (`a-b`, `a-`, `-n`); a header that does not parse, several
+/// ranges, or an `If-Range` that does not name the modification time serve the whole file.
+fn requested_range(h: &HeaderMap, modified: SystemTime, size: u64) -> RangeAsk {
+    let Some(spec) = h.get(header::RANGE).and_then(|v| v.to_str().ok()) else {
+        return RangeAsk::Whole;
+    };
+    if let Some(ir) = h.get(header::IF_RANGE).and_then(|v| v.to_str().ok()) {
+        match httpdate::parse_http_date(ir.trim()) {
+            Ok(t) if t == modified => {}
+            _ => return RangeAsk::Whole,
+        }
+    }
+    let Some(spec) = spec.trim().strip_prefix("bytes=") else {
+        return RangeAsk::Whole;
+    };
+    if spec.contains(',') {
+        return RangeAsk::Whole;
+    }
+    let Some((a, b)) = spec.trim().split_once('-') else {
+        return RangeAsk::Whole;
+    };
+    let (a, b) = (a.trim(), b.trim());
+    let (start, end) = if a.is_empty() {
+        let Ok(n) = b.parse::<u64>() else {
+            return RangeAsk::Whole;
+        };
+        if n == 0 {
+            return RangeAsk::Unsatisfiable;
+        }
+        (size.saturating_sub(n), size)
+    } else {
+        let Ok(start) = a.parse::<u64>() else {
+            return RangeAsk::Whole;
+        };
+        if start >= size {
+            return RangeAsk::Unsatisfiable;
+        }
+        let end = if b.is_empty() {
+            size
+        } else {
+            match b.parse::<u64>() {
+                Ok(e) if e >= start => (e + 1).min(size),
+                _ => return RangeAsk::Whole,
+            }
+        };
+        (start, end)
+    };
+    if start >= end {
+        return RangeAsk::Unsatisfiable;
+    }
+    RangeAsk::One(Section {
+        offset: start,
+        len: end - start,
+    })
+}
+
+fn last_modified(content: &Content) -> HeaderValue {
+    HeaderValue::from_str(&httpdate::fmt_http_date(content.modified))
+        .expect("an HTTP date is a valid header")
+}
+
+/// The answer to a request whose preconditions end it (304, 412, or Go's 500 for a bad
+/// `If-Modified-Since`), with `Last-Modified` as Go writes it.
+fn early_answer(content: &Content, headers: &HeaderMap) -> Option<Response> {
+    let early = preconditions(headers, content.modified)?;
+    let mut r = if early == StatusCode::INTERNAL_SERVER_ERROR {
+        status_text(early)
+    } else {
+        empty(early)
+    };
+    r.headers_mut()
+        .insert(header::LAST_MODIFIED, last_modified(content));
+    Some(r)
+}
+
+async fn serve_metas(
     content: Arc<Content>,
     method: &Method,
     headers: &HeaderMap,
     (schema, package, name): (String, String, String),
 ) -> Response {
-    let last_modified = httpdate::fmt_http_date(content.modified);
-    if let Some(early) = preconditions(headers, content.modified) {
-        let mut r = if early == StatusCode::INTERNAL_SERVER_ERROR {
-            status_text(early)
-        } else {
-            empty(early)
-        };
-        r.headers_mut().insert(
-            header::LAST_MODIFIED,
-            HeaderValue::from_str(&last_modified).expect("an HTTP date is a valid header"),
-        );
-        return r;
+    if let Some(early) = early_answer(&content, headers) {
+        return early;
     }
-    let sections = if schema.is_empty() && package.is_empty() && name.is_empty() {
-        vec![Section {
+    let mut r = if method == Method::HEAD {
+        // catalogd writes no body to a HEAD and so claims no length.
+        Response::new(Body::from_stream(tokio_stream::empty::<
+            std::io::Result<Bytes>,
+        >()))
+    } else if schema.is_empty() && package.is_empty() && name.is_empty() {
+        // The whole version: its file, or its precompressed copy.
+        let coding = encoding::negotiate(headers, content.size);
+        let (path, size) = content.file(coding);
+        let section = Section {
             offset: 0,
-            len: content.size,
-        }]
+            len: size,
+        };
+        let mut r = Response::new(Body::from_stream(read_sections(
+            content.clone(),
+            path,
+            vec![section],
+        )));
+        coded(&mut r, coding, size);
+        r
     } else {
-        content.index.get(&schema, &package, &name)
+        let sections = content.index.get(&schema, &package, &name);
+        let total: u64 = sections.iter().map(|s| s.len).sum();
+        let coding = encoding::negotiate(headers, total);
+        if coding == Coding::Identity {
+            let body = read_sections(content.clone(), content.path.clone(), sections);
+            let mut r = Response::new(Body::from_stream(body));
+            coded(&mut r, coding, total);
+            r
+        } else {
+            let bytes = match read_all(content.clone(), sections).await {
+                Ok(b) => encoding::compress(coding, &b),
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot read {}", content.path.display());
+                    return status_text(StatusCode::INTERNAL_SERVER_ERROR);
+                }
+            };
+            let len = bytes.len() as u64;
+            let mut r = Response::new(Body::from(bytes));
+            coded(&mut r, coding, len);
+            r
+        }
     };
-    let total: u64 = sections.iter().map(|s| s.len).sum();
-    let body = if method == Method::HEAD {
-        Body::empty()
-    } else {
-        Body::from_stream(read_sections(content, sections))
-    };
-    let mut r = Response::new(body);
     let h = r.headers_mut();
-    h.insert(
-        header::LAST_MODIFIED,
-        HeaderValue::from_str(&last_modified).expect("an HTTP date is a valid header"),
-    );
+    h.insert(header::LAST_MODIFIED, last_modified(&content));
     h.insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/jsonl"),
     );
-    // The exact length, so gzip applies above the threshold only (as gzhttp decides).
-    if method != Method::HEAD {
-        h.insert(header::CONTENT_LENGTH, HeaderValue::from(total));
-    }
     r
+}
+
+/// Sets `Content-Encoding` (when coded) and the exact `Content-Length`.
+fn coded(r: &mut Response, coding: Coding, len: u64) {
+    let h = r.headers_mut();
+    if let Some(enc) = coding.header() {
+        h.insert(header::CONTENT_ENCODING, HeaderValue::from_static(enc));
+    }
+    h.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
+}
+
+/// The sections' bytes, read on a blocking thread (for an answer compressed in memory).
+async fn read_all(content: Arc<Content>, sections: Vec<Section>) -> std::io::Result<Vec<u8>> {
+    tokio::task::spawn_blocking(move || {
+        use std::os::unix::fs::FileExt;
+        let file = std::fs::File::open(&content.path)?;
+        let total: u64 = sections.iter().map(|s| s.len).sum();
+        let mut out = vec![0u8; total as usize];
+        let mut at = 0usize;
+        for s in sections {
+            file.read_exact_at(&mut out[at..at + s.len as usize], s.offset)?;
+            at += s.len as usize;
+        }
+        Ok(out)
+    })
+    .await
+    .map_err(std::io::Error::other)?
 }
 
 fn empty(code: StatusCode) -> Response {
@@ -209,14 +369,17 @@ fn preconditions(h: &HeaderMap, modified: SystemTime) -> Option<StatusCode> {
 }
 
 /// Streams the sections from the file in 64 KiB chunks (adjacent sections are read as one).
+/// `content` is held until the last chunk is read, so a swap cannot remove `path` before.
 fn read_sections(
     content: Arc<Content>,
+    path: std::path::PathBuf,
     sections: Vec<Section>,
 ) -> tokio_stream::wrappers::ReceiverStream<std::io::Result<Bytes>> {
     let (tx, rx) = tokio::sync::mpsc::channel(4);
     tokio::task::spawn_blocking(move || {
         use std::os::unix::fs::FileExt;
-        let file = match std::fs::File::open(&content.path) {
+        let _version = content;
+        let file = match std::fs::File::open(&path) {
             Ok(f) => f,
             Err(e) => {
                 let _ = tx.blocking_send(Err(e));

@@ -2,10 +2,13 @@
 //! (exactly what `opreg render SOURCE -o json` writes), written once when the version is built,
 //! and an index of each object's byte range by `schema`, `package` and `name` for `/metas`.
 //!
-//! The file is served from disk, so no request holds the catalog in memory; its modification
-//! time is the build time (`Last-Modified`). A version owns its file and removes it when the
-//! last request reading it ends (an open file stays readable after removal).
+//! Its gzip and zstd copies are written beside it at the same time, so a compressed answer
+//! costs no compression per request. The files are served from disk, so no request holds the
+//! catalog in memory; the modification time is the build time (`Last-Modified`). A version
+//! owns its files and removes them when the last request reading them ends (an open file
+//! stays readable after removal).
 
+use super::encoding::{self, variant_path, Coding};
 use crate::catalog::fbc::{render, RenderFormat};
 use crate::model::Catalog;
 use anyhow::{Context, Result};
@@ -89,6 +92,20 @@ pub struct Content {
     /// Build time, truncated to whole seconds (what `Last-Modified` can say).
     pub modified: SystemTime,
     pub size: u64,
+    /// Sizes of the gzip and zstd copies written beside the file ([`encoding::write_variants`]).
+    pub gzip_size: u64,
+    pub zstd_size: u64,
+}
+
+impl Content {
+    /// The file holding this version in `coding`, and its size.
+    pub fn file(&self, coding: Coding) -> (PathBuf, u64) {
+        match coding {
+            Coding::Identity => (self.path.clone(), self.size),
+            Coding::Gzip => (variant_path(&self.path, coding), self.gzip_size),
+            Coding::Zstd => (variant_path(&self.path, coding), self.zstd_size),
+        }
+    }
 }
 
 impl Content {
@@ -122,7 +139,7 @@ impl Content {
         Self::open(path)
     }
 
-    /// Indexes an existing JSONL file (one object per line).
+    /// Indexes an existing JSONL file (one object per line) and writes its compressed copies.
     pub fn open(path: &Path) -> Result<Content> {
         let f =
             std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
@@ -145,11 +162,14 @@ impl Content {
             );
             offset += n as u64;
         }
+        let (gzip_size, zstd_size) = encoding::write_variants(path)?;
         Ok(Content {
             path: path.to_path_buf(),
             index,
             modified: truncate(meta.modified()?),
             size: offset,
+            gzip_size,
+            zstd_size,
         })
     }
 }
@@ -157,6 +177,9 @@ impl Content {
 impl Drop for Content {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.path);
+        for c in [Coding::Gzip, Coding::Zstd] {
+            let _ = std::fs::remove_file(variant_path(&self.path, c));
+        }
     }
 }
 

@@ -3,22 +3,21 @@
 //!
 //! | file | owns |
 //! |---|---|
-//! | `mod.rs` | routing, the shared [`HttpState`], gzip, serving with graceful shutdown |
+//! | `mod.rs` | routing, the shared [`HttpState`], `Vary`, serving with graceful shutdown |
 //! | [`content`] | one version's JSONL file (what `opreg render -o json` writes) and its index |
+//! | [`encoding`] | gzip and zstd as catalogd's gzhttp negotiates them; a version's precompressed copies |
 //! | [`catalogd`] | the `/api/v1/all` and `/api/v1/metas` handlers with catalogd's semantics |
-//! | [`conn`] | the accept loop of both ports (this one and gRPC's): a task per connection, TLS, graceful shutdown, GOAWAY after a swap |
-//! | [`coalesce`] | a connection's writes gathered while its task runs and sent as one when it yields |
-//! | [`tls`] | `--tls-cert`/`--tls-key`: the rustls configuration, one-line errors naming the file |
+//!
+//! Connections are accepted and served by [`crate::conn`], as the gRPC port's are.
 //!
 //! Answers are streamed from the file on disk; a request keeps the version it started on even
 //! when a reload swaps in a new one ([`HttpState::swap`]).
 
 pub mod catalogd;
-mod coalesce;
-pub mod conn;
 pub mod content;
-pub mod tls;
+pub mod encoding;
 
+use crate::conn;
 use crate::metrics::Metrics;
 use anyhow::{Context, Result};
 use arc_swap::ArcSwapOption;
@@ -128,7 +127,15 @@ fn decode_segment(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// Every answer varies with `Accept-Encoding`, as gzhttp marks them all.
 async fn route(state: Arc<HttpState>, req: Request<Body>) -> Response {
+    let mut r = answer(state, req).await;
+    r.headers_mut()
+        .insert(header::VARY, HeaderValue::from_static("Accept-Encoding"));
+    r
+}
+
+async fn answer(state: Arc<HttpState>, req: Request<Body>) -> Response {
     let path = req.uri().path().to_string();
     match path.as_str() {
         "/healthz" => return plain(StatusCode::OK, "ok"),
@@ -159,18 +166,12 @@ async fn route(state: Arc<HttpState>, req: Request<Body>) -> Response {
     }
 }
 
-/// The whole HTTP service: routes, metrics and per-request logs, gzip above
-/// [`GZIP_MIN_SIZE`].
+/// The whole HTTP service: routes, metrics and per-request logs (the catalog answers choose
+/// their coding themselves, [`encoding`]).
 pub fn router(state: Arc<HttpState>) -> axum::Router {
-    use tower_http::compression::{predicate::SizeAbove, CompressionLayer};
     let metrics = state.metrics.clone();
     axum::Router::new()
         .fallback(move |req: Request<Body>| route(state.clone(), req))
-        .layer(
-            CompressionLayer::new()
-                .gzip(true)
-                .compress_when(SizeAbove::new(GZIP_MIN_SIZE)),
-        )
         .layer(crate::metrics::layer::MetricsLayer::http(metrics, route_of))
 }
 
@@ -179,6 +180,7 @@ pub async fn serve(
     listener: TcpListener,
     state: Arc<HttpState>,
     tls: Option<Arc<rustls::ServerConfig>>,
+    limits: conn::Limits,
     stop: impl Future<Output = ()> + Send + 'static,
 ) -> Result<()> {
     let local = listener.local_addr()?;
@@ -187,6 +189,7 @@ pub async fn serve(
         http2_only: false,
         tls,
         goaway: None,
+        limits,
     };
     conn::serve(listener, router(state), listen, stop)
         .await

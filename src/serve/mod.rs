@@ -49,6 +49,8 @@ pub struct ServeOptions {
     pub tls: Option<(PathBuf, PathBuf)>,
     /// One log line per call.
     pub call_log: bool,
+    /// Timeouts for slow clients and the connection bound, on each port.
+    pub limits: crate::conn::Limits,
     pub image: crate::image::ImageArgs,
 }
 
@@ -188,6 +190,7 @@ async fn run_async(mut o: ServeOptions) -> Result<()> {
         http: http_listener.zip(http_state),
         tls: o.tls.clone(),
         cancel: Some(cancel),
+        limits: o.limits,
     };
     let watch = o.watch.then(|| o.source.clone()).flatten();
     let poll = o.poll_interval.map(|every| poll::Poll {

@@ -7,7 +7,7 @@
 //! is cheap (header, file size, format, schema version); SQLite's check of every page runs right after, and a damaged file stops the
 //! server with exit code 1 and the reason, as a failed load does. Shutdown: SIGTERM or SIGINT stops accepting, lets in-flight calls finish
 //! within the grace period, then exits 0. After a swap of the served version every open
-//! connection gets a GOAWAY (`http::conn`). The server only reads the store. The four unary
+//! connection gets a GOAWAY (`conn`). The server only reads the store. The four unary
 //! bundle RPCs are answered piece by piece, in front of tonic ([`direct`]).
 
 pub mod direct;
@@ -89,6 +89,8 @@ pub struct Options {
     pub tls: Option<(std::path::PathBuf, std::path::PathBuf)>,
     /// Raised on a stop signal, so that a catalog build still running stops too.
     pub cancel: Option<Arc<std::sync::atomic::AtomicBool>>,
+    /// Timeouts for slow and idle clients and the connection bound, on each port.
+    pub limits: crate::conn::Limits,
 }
 
 /// Binds `[::]:port` (all interfaces, IPv4 and IPv6), falling back to `0.0.0.0` where the
@@ -111,8 +113,8 @@ pub async fn serve(
     // TLS files are read first: a bad one stops the start with one line naming it.
     let (grpc_tls, http_tls) = match &opts.tls {
         Some((cert, key)) => (
-            Some(crate::http::tls::server_config(cert, key, &[b"h2"])?),
-            Some(crate::http::tls::server_config(
+            Some(crate::conn::tls::server_config(cert, key, &[b"h2"])?),
+            Some(crate::conn::tls::server_config(
                 cert,
                 key,
                 &[b"h2", b"http/1.1"],
@@ -205,9 +207,15 @@ pub async fn serve(
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let (http_stop_tx, http_stop_rx) = tokio::sync::oneshot::channel::<()>();
     let http = opts.http.map(|(listener, st)| {
-        tokio::spawn(crate::http::serve(listener, st, http_tls, async {
-            let _ = http_stop_rx.await;
-        }))
+        tokio::spawn(crate::http::serve(
+            listener,
+            st,
+            http_tls,
+            opts.limits,
+            async {
+                let _ = http_stop_rx.await;
+            },
+        ))
     });
     let routes = tonic::service::Routes::new(
         crate::served_api::registry_server::RegistryServer::new(registry.clone())
@@ -237,14 +245,15 @@ pub async fn serve(
         ),
         routes,
     );
-    // Served connection by connection (`http::conn`), so that a swap can send GOAWAY to each.
-    let server = crate::http::conn::serve(
+    // Served connection by connection (`conn`), so that a swap can send GOAWAY to each.
+    let server = crate::conn::serve(
         listener,
         svc,
-        crate::http::conn::Listen {
+        crate::conn::Listen {
             http2_only: true,
             tls: grpc_tls,
             goaway: Some(state.generation()),
+            limits: opts.limits,
         },
         async {
             let _ = stop_rx.await;

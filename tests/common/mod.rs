@@ -213,6 +213,7 @@ impl InProcess {
                     http: None,
                     tls: None,
                     cancel: None,
+                    limits: opreg::conn::Limits::default(),
                 };
                 let _ = opreg::server::serve(listener, opts, move || {
                     opreg::store::Store::open_unverified(&db)
