@@ -150,22 +150,107 @@ fn next_escape(b: &[u8], from: usize) -> Option<usize> {
     b[i..].iter().position(|&c| escaped(c)).map(|p| i + p)
 }
 
-/// Go decodes every JSON number into a float64 and prints it back.
+/// Integers that fit in 64 bits keep their value (where Go's decoder rounds those above 2^53
+/// through a float64); other numbers print the way Go prints a float64.
 fn write_number(out: &mut String, n: &serde_json::Number) {
-    const EXACT: u64 = 1 << 53;
     if let Some(i) = n.as_i64() {
-        if i.unsigned_abs() <= EXACT {
-            let _ = write!(out, "{i}");
-            return;
-        }
+        let _ = write!(out, "{i}");
     } else if let Some(u) = n.as_u64() {
-        if u <= EXACT {
-            let _ = write!(out, "{u}");
-            return;
-        }
+        let _ = write!(out, "{u}");
+    } else {
+        write_go_float(out, n.as_f64().unwrap_or(0.0));
     }
-    let f = n.as_f64().unwrap_or(0.0);
-    write_go_float(out, f);
+}
+
+/// Appends `s` as Go's `encoding/json` writes a string without HTML escaping: as
+/// [`write_string`], plus U+2028 and U+2029, which Go always escapes.
+pub fn write_go_string(out: &mut String, s: &str) {
+    if !s.contains(['\u{2028}', '\u{2029}']) {
+        write_string(out, s);
+        return;
+    }
+    let mut tmp = String::new();
+    write_string(&mut tmp, s);
+    out.push_str(
+        &tmp.replace('\u{2028}', "\\u2028")
+            .replace('\u{2029}', "\\u2029"),
+    );
+}
+
+const INDENT: &str = "    ";
+
+fn newline_indent(out: &mut String, depth: usize) {
+    out.push('\n');
+    for _ in 0..depth {
+        out.push_str(INDENT);
+    }
+}
+
+/// Appends an object as Go's `json.Encoder` with `SetIndent("", "    ")` writes it, `depth`
+/// levels in; `value` writes each member's value one level deeper.
+pub fn write_indented_object<'a, T: 'a>(
+    out: &mut String,
+    members: impl ExactSizeIterator<Item = (&'a str, &'a T)>,
+    depth: usize,
+    value: &mut dyn FnMut(&mut String, &T, usize),
+) {
+    if members.len() == 0 {
+        out.push_str("{}");
+        return;
+    }
+    out.push('{');
+    for (i, (k, v)) in members.enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        newline_indent(out, depth + 1);
+        write_go_string(out, k);
+        out.push_str(": ");
+        value(out, v, depth + 1);
+    }
+    newline_indent(out, depth);
+    out.push('}');
+}
+
+/// Appends an array as [`write_indented_object`] does an object.
+pub fn write_indented_array<'a, T: 'a>(
+    out: &mut String,
+    items: impl ExactSizeIterator<Item = &'a T>,
+    depth: usize,
+    value: &mut dyn FnMut(&mut String, &T, usize),
+) {
+    if items.len() == 0 {
+        out.push_str("[]");
+        return;
+    }
+    out.push('[');
+    for (i, v) in items.enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        newline_indent(out, depth + 1);
+        value(out, v, depth + 1);
+    }
+    newline_indent(out, depth);
+    out.push(']');
+}
+
+/// Appends `v` as Go's indented encoder writes a generic value (map keys sorted), `depth`
+/// levels in.
+pub fn write_indented(out: &mut String, v: &Value, depth: usize) {
+    match v {
+        Value::Object(m) => write_indented_object(
+            out,
+            m.iter().map(|(k, v)| (k.as_str(), v)),
+            depth,
+            &mut |o, v, d| write_indented(o, v, d),
+        ),
+        Value::Array(a) => {
+            write_indented_array(out, a.iter(), depth, &mut |o, v, d| write_indented(o, v, d))
+        }
+        Value::String(s) => write_go_string(out, s),
+        other => write_value(out, other),
+    }
 }
 
 fn write_go_float(out: &mut String, f: f64) {
@@ -205,6 +290,9 @@ mod tests {
         assert_eq!(canonical(&json!(3)), "3");
         assert_eq!(canonical(&json!(1e21)), "1e+21");
         assert_eq!(canonical(&json!(1e-7)), "1e-7");
+        // Integers that fit in 64 bits keep their value.
+        assert_eq!(canonical(&json!(9007199254740993u64)), "9007199254740993");
+        assert_eq!(canonical(&json!(-9007199254740993i64)), "-9007199254740993");
     }
 
     #[test]

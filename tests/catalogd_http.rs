@@ -66,10 +66,11 @@ fn start(extra: &[&str]) -> Served {
     }
 }
 
+/// `render -o json`, one object per line (the form `/api/v1/all` serves).
 fn render(src: &Path) -> String {
     let (code, out, err) = opreg(&["render", src.to_str().unwrap(), "-o", "json"]);
     assert_eq!(code, 0, "{err}");
-    out
+    common::json_lines(&out)
 }
 
 fn client() -> reqwest::Client {

@@ -28,7 +28,7 @@ fn catalog(dir: &std::path::Path, a_len: usize) -> std::path::PathBuf {
         std::fs::write(&f, text.join("\n")).unwrap();
         let (code, out, err) = opreg(&["render", f.to_str().unwrap(), "-o", "json"]);
         assert_eq!(code, 0, "{err}");
-        let line = out
+        let line = common::json_lines(&out)
             .lines()
             .find(|l| l.contains("\"olm.package\"") && l.contains("\"pa\""))
             .unwrap()

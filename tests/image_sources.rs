@@ -138,7 +138,7 @@ fn bundle_image_renders_one_olm_bundle_as_opm_does() {
     let reference = format!("{}/bundles/tvo:6.1.10", reg.host());
     let (code, out, err) = ctx.run(&["render", &reference, "--use-http"]);
     assert_eq!(code, 0, "{err}");
-    let lines: Vec<Value> = out
+    let lines: Vec<Value> = common::json_lines(&out)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
@@ -204,7 +204,7 @@ fn bundle_image_renders_one_olm_bundle_as_opm_does() {
         "bundle-object-to-csv-metadata",
     ]);
     assert_eq!(code, 0, "{err}");
-    let b: Value = serde_json::from_str(out.lines().next().unwrap()).unwrap();
+    let b: Value = serde_json::from_str(common::json_lines(&out).lines().next().unwrap()).unwrap();
     let props = b["properties"].as_array().unwrap();
     assert!(props.iter().all(|p| p["type"] != "olm.bundle.object"));
     let last = props.last().unwrap();
@@ -653,6 +653,8 @@ fn render_template_renders_bundle_images_as_render_does() {
         "--use-http",
     ]);
     assert_eq!(code, 0, "{err}");
+    let out = common::json_lines(&out);
+    let bundle = common::json_lines(&bundle);
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines.len(), 3, "{out}");
     assert_eq!(

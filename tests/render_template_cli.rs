@@ -48,7 +48,8 @@ fn assert_validates(dir: &Path, rendered: &str) {
 
 /// The JSON lines of `out` with schema `schema`.
 fn metas(out: &str, schema: &str) -> Vec<serde_json::Value> {
-    out.lines()
+    common::json_lines(out)
+        .lines()
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
         .filter(|v| v["schema"] == schema)
         .collect()

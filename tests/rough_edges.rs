@@ -269,7 +269,11 @@ fn render_renders_an_invalid_catalog_with_every_problem_as_a_warning() {
     let (_t, dir) = catalog(&[("index.yaml", &bad)]);
     let (code, out, err) = opreg(&["render", s(&dir)]);
     assert_eq!(code, 0, "{err}");
-    assert_eq!(out.lines().count(), 6, "every meta rendered: {out}");
+    assert_eq!(
+        common::json_lines(&out).lines().count(),
+        6,
+        "every meta rendered: {out}"
+    );
     for rule in ["channel-head", "membership"] {
         assert!(err.contains(&format!("warning[{rule}]")), "{err}");
     }

@@ -91,9 +91,16 @@ pub fn package_required(v: &Value) -> Value {
     json!({"packageName": f("packageName"), "versionRange": f("version")})
 }
 
-/// One `olm.bundle.object` property: the object's canonical JSON, base64-encoded.
+/// The JSON upstream makes of a manifest read from YAML (see [`bundle_object`]).
+pub fn manifest_json(o: &Value) -> String {
+    json::go_html_escape(json::canonical(o))
+}
+
+/// One `olm.bundle.object` property: the object as upstream marshals a manifest (Go's
+/// `json.Marshal` of an unstructured object: keys sorted, `<`, `>` and `&` escaped, integers
+/// that fit in 64 bits exact), base64-encoded.
 pub fn bundle_object(o: &Value) -> Property {
-    let data = base64::engine::general_purpose::STANDARD.encode(json::canonical(o));
+    let data = base64::engine::general_purpose::STANDARD.encode(manifest_json(o));
     property(prop::BUNDLE_OBJECT, &json!({ "data": data }))
 }
 
@@ -187,19 +194,38 @@ pub fn bundle(package: &str, b: &LoadedBundle) -> Bundle {
         Some(Value::Number(n)) => pkg["release"] = json!(n.to_string()),
         _ => {}
     }
-    props.push(property(prop::PACKAGE, &pkg));
+    let mut package_prop = property(prop::PACKAGE, &pkg);
+    // A declared `olm.package` (the CSV's `olm.properties` annotation, then
+    // metadata/properties.yaml) replaces the derived one; the last declaration wins.
+    let mut declared = Vec::new();
     if let Some(ann) = csv
         .pointer("/metadata/annotations/olm.properties")
         .and_then(Value::as_str)
     {
         if let Ok(Value::Array(items)) = serde_json::from_str::<Value>(ann) {
-            for it in items {
-                if let Some(ty) = it.get("type").and_then(Value::as_str) {
-                    props.push(property(ty, it.get("value").unwrap_or(&Value::Null)));
-                }
-            }
+            declared.extend(items);
         }
     }
+    declared.extend(b.extra_properties.iter().cloned());
+    for it in &declared {
+        let Some(ty) = it.get("type").and_then(Value::as_str) else {
+            continue;
+        };
+        let value = it.get("value").unwrap_or(&Value::Null);
+        if ty == prop::PACKAGE {
+            let mut v = json!({
+                "packageName": value.get("packageName").cloned().unwrap_or(json!("")),
+                "version": value.get("version").cloned().unwrap_or(json!("")),
+            });
+            if let Some(r) = value.get("release").filter(|r| !r.is_null() && *r != "") {
+                v["release"] = r.clone();
+            }
+            package_prop = property(prop::PACKAGE, &v);
+        } else {
+            props.push(property(ty, value));
+        }
+    }
+    props.push(package_prop);
     for g in provided_apis(csv, &b.objects) {
         props.push(property(prop::GVK, &g));
     }
@@ -218,11 +244,6 @@ pub fn bundle(package: &str, b: &LoadedBundle) -> Bundle {
             other => props.push(property(other, &value)),
         }
     }
-    for p in &b.extra_properties {
-        if let Some(ty) = p.get("type").and_then(Value::as_str) {
-            props.push(property(ty, p.get("value").unwrap_or(&Value::Null)));
-        }
-    }
     props.extend(b.objects.iter().map(bundle_object));
     props.sort();
     props.dedup();
@@ -238,11 +259,19 @@ pub fn bundle(package: &str, b: &LoadedBundle) -> Bundle {
     }
 }
 
-/// Related images: `spec.relatedImages` (with their names), then every container and init
-/// container image of the install deployments; each image once, empty ones left out.
+/// Related images, as upstream lists them: `spec.relatedImages` as written (duplicates
+/// kept), then each container and init container image of the install deployments that is
+/// not listed yet, without a name.
 fn related_images(csv: &Value) -> Vec<RelatedImage> {
     let mut related = Vec::new();
     let mut seen = BTreeSet::new();
+    for r in items(csv, "/spec/relatedImages") {
+        seen.insert(str_at(r, "/image").to_string());
+        related.push(RelatedImage {
+            name: str_at(r, "/name").to_string(),
+            image: str_at(r, "/image").to_string(),
+        });
+    }
     let mut add = |name: &str, image: &str| {
         if !image.is_empty() && seen.insert(image.to_string()) {
             related.push(RelatedImage {
@@ -251,9 +280,6 @@ fn related_images(csv: &Value) -> Vec<RelatedImage> {
             });
         }
     };
-    for r in items(csv, "/spec/relatedImages") {
-        add(str_at(r, "/name"), str_at(r, "/image"));
-    }
     for d in items(csv, "/spec/install/spec/deployments") {
         for key in ["initContainers", "containers"] {
             for c in items(d, &format!("/spec/template/spec/{key}")) {

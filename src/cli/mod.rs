@@ -256,9 +256,9 @@ pub fn init_logging(format: LogFormat, debug: bool) {
     use tracing_subscriber::EnvFilter;
     let mut filter = EnvFilter::try_from_env("OPREG_LOG").unwrap_or_else(|_| {
         EnvFilter::new(if debug {
-            "opreg=debug,info,rusqlite_migration=warn"
+            "opreg=debug,info"
         } else {
-            "info,rusqlite_migration=warn"
+            "info"
         })
     });
     // The registry client's HTTP stack dumps headers and bodies at debug and trace level

@@ -12,11 +12,19 @@ use std::path::PathBuf;
 pub struct Args {
     #[arg(required = true, value_name = "SOURCE")]
     pub sources: Vec<PathBuf>,
-    #[arg(short = 'o', long, value_enum, default_value_t = RenderFormat::Json)]
+    /// Output format of the streamed FBC objects.
+    #[arg(short = 'o', long = "output", visible_alias = "output-format", value_enum, default_value_t = RenderFormat::Json)]
     pub output_format: RenderFormat,
     /// The last of opm's migrations to run on the rendered bundles.
-    #[arg(long, value_enum, default_value_t = MigrateLevel::None)]
+    #[arg(long, value_enum, default_value_t = MigrateLevel::None, conflicts_with = "migrate")]
     pub migrate_level: MigrateLevel,
+    /// Run every migration opm knows (the same as `--migrate-level bundle-object-to-csv-metadata`).
+    #[arg(long)]
+    pub migrate: bool,
+    /// Name the image of bundles read from bundle directories with this Go template
+    /// ({{.Package}}, {{.Name}}, {{.Version}}).
+    #[arg(long, value_name = "TEMPLATE")]
+    pub alpha_image_ref_template: Option<crate::image::opm::ImageRefTemplate>,
     #[command(flatten)]
     pub image: crate::image::ImageArgs,
 }
@@ -26,22 +34,28 @@ pub fn run(a: Args) -> i32 {
         Ok(r) => r,
         Err(e) => return super::fail(e),
     };
+    let migrate_level = if a.migrate {
+        MigrateLevel::BundleObjectToCsvMetadata
+    } else {
+        a.migrate_level
+    };
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    // As opm does, each bundle image is rendered on its own, as one olm.bundle; runs of other
-    // SOURCEs are read together as one catalog. Output follows the order of SOURCEs.
+    // As opm does, each bundle image and bundle directory is rendered on its own, as one
+    // olm.bundle; runs of other SOURCEs are read together as one catalog. Everything is then
+    // written together, in opm's order.
+    let lone = |i: usize| {
+        resolved.images[i]
+            .as_ref()
+            .is_some_and(|img| matches!(img.kind, crate::image::kind::ImageKind::Bundle { .. }))
+            || crate::catalog::manifests::is_bundle_dir(&resolved.paths[i])
+    };
+    let (mut catalogs, mut bundles) = (Vec::new(), Vec::new());
     let mut i = 0;
     while i < resolved.paths.len() {
-        let bundle_image = resolved.images[i]
-            .as_ref()
-            .is_some_and(|img| matches!(img.kind, crate::image::kind::ImageKind::Bundle { .. }));
+        let bundle_image = lone(i);
         let mut j = i + 1;
-        while !bundle_image
-            && j < resolved.paths.len()
-            && !resolved.images[j]
-                .as_ref()
-                .is_some_and(|img| matches!(img.kind, crate::image::kind::ImageKind::Bundle { .. }))
-        {
+        while !bundle_image && j < resolved.paths.len() && !lone(j) {
             j += 1;
         }
         let cat = match crate::load::as_read(&resolved, i..j) {
@@ -53,23 +67,39 @@ pub fn run(a: Args) -> i32 {
         };
         // Rendering writes what was read; the migration changes only how bundles are written.
         let mut cat = cat;
-        crate::image::opm::migrate(&mut cat, a.migrate_level);
-        let written = if bundle_image {
-            cat.packages
-                .values()
-                .flat_map(|p| p.bundles.values())
-                .try_for_each(|b| fbc::render_bundle(b, a.output_format, &mut out))
-        } else {
-            fbc::render(&cat, a.output_format, &mut out)
-        };
-        if let Err(e) = written.and_then(|_| out.flush()) {
-            if e.kind() == std::io::ErrorKind::BrokenPipe {
-                return super::EXIT_OK;
+        if bundle_image {
+            for p in cat.packages.values_mut() {
+                for mut b in std::mem::take(&mut p.bundles).into_values() {
+                    if let (Some(t), true) = (&a.alpha_image_ref_template, b.image.is_empty()) {
+                        t.apply(&mut b);
+                    }
+                    bundles.push(b);
+                }
             }
-            super::output::error(format_args!("writing output: {e}"));
-            return super::EXIT_FAILURE;
+        }
+        crate::image::opm::migrate(&mut cat, migrate_level);
+        if !bundle_image {
+            catalogs.push(cat);
         }
         i = j;
+    }
+    if migrate_level != MigrateLevel::None {
+        bundles
+            .iter_mut()
+            .for_each(crate::image::opm::bundle_object_to_csv_metadata);
+    }
+    let written = fbc::render_all(
+        &catalogs.iter().collect::<Vec<_>>(),
+        &bundles.iter().collect::<Vec<_>>(),
+        a.output_format,
+        &mut out,
+    );
+    if let Err(e) = written.and_then(|_| out.flush()) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            return super::EXIT_OK;
+        }
+        super::output::error(format_args!("writing output: {e}"));
+        return super::EXIT_FAILURE;
     }
     super::EXIT_OK
 }

@@ -9,7 +9,7 @@
 //! stays readable after removal).
 
 use super::encoding::{self, variant_path, Coding};
-use crate::catalog::fbc::{render, RenderFormat};
+use crate::catalog::fbc::render_lines;
 use crate::model::Catalog;
 use anyhow::{Context, Result};
 use std::collections::HashMap;
@@ -123,7 +123,7 @@ impl Content {
             .with_context(|| format!("cannot create a file in {}", dir.display()))?;
         {
             let mut out = std::io::BufWriter::with_capacity(1 << 16, tmp.as_file_mut());
-            render(catalog, RenderFormat::Json, &mut out)
+            render_lines(catalog, &mut out)
                 .and_then(|_| out.flush())
                 .with_context(|| format!("cannot write {}", path.display()))?;
         }

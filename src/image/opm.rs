@@ -4,7 +4,8 @@
 //!   (`olm.bundle.object`, `olm.csv.metadata`) after all others;
 //! - `--migrate-level bundle-object-to-csv-metadata` replaces a bundle's `olm.bundle.object`
 //!   properties with one `olm.csv.metadata` built from its CSV (bundles with an image and a
-//!   CSV object, and no `olm.csv.metadata` already).
+//!   CSV object, and no `olm.csv.metadata` already);
+//! - `--alpha-image-ref-template` names the image of a bundle read from a bundle directory.
 
 use crate::model::{prop, Bundle, Catalog, Property, RelatedImage};
 use base64::Engine;
@@ -142,6 +143,64 @@ pub fn csv_metadata(csv: &Value) -> Value {
     Value::Object(out)
 }
 
+/// `--alpha-image-ref-template`: a Go template naming a bundle directory's image from
+/// `{{.Package}}`, `{{.Name}}` and `{{.Version}}` (the only fields upstream offers).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ImageRefTemplate(Vec<TemplatePart>);
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum TemplatePart {
+    Text(String),
+    Package,
+    Name,
+    Version,
+}
+
+impl std::str::FromStr for ImageRefTemplate {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let mut parts = Vec::new();
+        let mut rest = s;
+        while let Some(open) = rest.find("{{") {
+            parts.push(TemplatePart::Text(rest[..open].to_string()));
+            let after = &rest[open + 2..];
+            let close = after.find("}}").ok_or_else(|| {
+                format!("invalid image reference template {s:?}: unclosed action")
+            })?;
+            parts.push(match after[..close].trim() {
+                ".Package" => TemplatePart::Package,
+                ".Name" => TemplatePart::Name,
+                ".Version" => TemplatePart::Version,
+                other => {
+                    return Err(format!(
+                        "invalid image reference template {s:?}: {{{{{other}}}}} is not one of {{{{.Package}}}}, {{{{.Name}}}}, {{{{.Version}}}}"
+                    ))
+                }
+            });
+            rest = &after[close + 2..];
+        }
+        parts.push(TemplatePart::Text(rest.to_string()));
+        Ok(ImageRefTemplate(parts))
+    }
+}
+
+impl ImageRefTemplate {
+    /// Names `b`'s image from the template.
+    pub fn apply(&self, b: &mut Bundle) {
+        let version = b.version();
+        b.image = self
+            .0
+            .iter()
+            .map(|p| match p {
+                TemplatePart::Text(t) => t.as_str(),
+                TemplatePart::Package => b.package.as_str(),
+                TemplatePart::Name => b.name.as_str(),
+                TemplatePart::Version => version.as_str(),
+            })
+            .collect();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -188,5 +247,25 @@ mod tests {
             json!({"annotations": {"a": "b"}, "apiServiceDefinitions": {}, "crdDescriptions": {},
                    "displayName": "X", "provider": {"name": "me"}})
         );
+    }
+
+    #[test]
+    fn image_ref_template_names_a_bundle_image() {
+        let t: ImageRefTemplate = "quay.io/x/{{.Package}}:v{{ .Version }}-{{.Name}}"
+            .parse()
+            .unwrap();
+        let mut b = Bundle {
+            name: "etcd.v1".into(),
+            package: "etcd".into(),
+            properties: vec![Property {
+                r#type: prop::PACKAGE.into(),
+                value: r#"{"packageName":"etcd","version":"1.0.0"}"#.into(),
+            }],
+            ..Default::default()
+        };
+        t.apply(&mut b);
+        assert_eq!(b.image, "quay.io/x/etcd:v1.0.0-etcd.v1");
+        assert!("x/{{.Channel}}".parse::<ImageRefTemplate>().is_err());
+        assert!("x/{{.Name".parse::<ImageRefTemplate>().is_err());
     }
 }

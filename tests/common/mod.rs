@@ -356,3 +356,43 @@ pub fn proc_status_kib(pid: u32, field: &str) -> u64 {
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         .unwrap_or_else(|| panic!("{field} in /proc/{pid}/status"))
 }
+
+/// `render -o json` output (Go's indented objects) as JSON Lines: each object compacted onto
+/// one line, keys and string bytes untouched.
+pub fn json_lines(indented: &str) -> String {
+    let mut out = String::with_capacity(indented.len());
+    let (mut in_str, mut escaped, mut depth) = (false, false, 0usize);
+    for c in indented.chars() {
+        if in_str {
+            out.push(c);
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == '"' {
+                in_str = false;
+            }
+            continue;
+        }
+        match c {
+            '"' => {
+                in_str = true;
+                out.push(c);
+            }
+            c if c.is_whitespace() => {}
+            '{' | '[' => {
+                depth += 1;
+                out.push(c);
+            }
+            '}' | ']' => {
+                depth -= 1;
+                out.push(c);
+                if depth == 0 {
+                    out.push('\n');
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}

@@ -5,14 +5,16 @@
 //! | `mod.rs` | walking a tree in lexical order, honouring `.indexignore` files (gitignore syntax, scoped to their directory), and reading each file |
 //! | [`stream`] | splitting a file into metas: a JSON object stream (first non-space byte `{`), read in chunks when large, or a YAML multi-document stream |
 //! | [`decode`] | typing the four OLM schemas into [`Decl`]s, with top-level keys compared case-insensitively; everything else becomes a custom [`Meta`] |
-//! | [`render`] | writing a catalog back as FBC JSON or YAML |
+//! | [`render`] | writing a catalog back as FBC JSON or YAML, as opm writes it |
+//! | [`goyaml`] | go-yaml v2's emitter, for the YAML form |
 
 pub mod decode;
+pub mod goyaml;
 pub mod render;
 pub mod stream;
 
 pub use decode::to_decl;
-pub use render::{render, render_bundle, RenderFormat};
+pub use render::{render, render_all, render_bundle, render_lines, RenderFormat};
 pub use stream::{decode_bytes, decode_file_chunked};
 
 use super::Decl;

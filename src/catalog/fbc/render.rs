@@ -1,9 +1,21 @@
-//! Rendering a catalog back to FBC: packages in name order, then their channels, bundles and
-//! deprecations, custom metas last; keys in upstream's struct order; a fixed point.
+//! Rendering a catalog back to FBC, byte for byte as `opm render` writes it.
+//!
+//! Objects come in opm's order (`writeToEncoder`): package names sorted; for each, its
+//! `olm.package`, its channels by name, its bundles by name, its other metas by schema, its
+//! deprecations; then the metas that name no package. Every bundle is written as opm's
+//! `Render.Run` leaves it: `olm.bundle.object` and `olm.csv.metadata` properties last, related
+//! images sorted by image. Keys follow upstream's structs (`schema, name, package, …`), with
+//! their `omitempty` rules. `-o json` is Go's indented encoder (four spaces, no HTML
+//! escaping, a newline after each object); `-o yaml` is [`super::goyaml`] after `---`.
+//! One difference on purpose: an integer above 2^53 in a property keeps its value, where
+//! opm rounds it through a float64.
 
+use super::goyaml::{self, Node};
 use crate::json;
 use crate::model::*;
-use serde_json::{Map, Value};
+use base64::Engine;
+use serde_json::Value;
+use std::collections::BTreeMap;
 
 /// Output formats of [`render`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -12,31 +24,109 @@ pub enum RenderFormat {
     Yaml,
 }
 
-/// Writes the catalog as FBC. Packages in name order; within a package: the package, its
-/// channels, its bundles (by name), its deprecations; custom metas last, in input order.
-/// The output is a fixed point: reading it back and rendering again gives the same bytes.
+/// Writes the catalog as FBC (see the module documentation for the order and the bytes).
 pub fn render(
     catalog: &Catalog,
     format: RenderFormat,
     out: &mut dyn std::io::Write,
 ) -> std::io::Result<()> {
-    for pkg in catalog.packages.values() {
-        emit(&package_value(pkg), format, out)?;
-        for ch in pkg.channels.values() {
-            emit(&channel_value(&pkg.name, ch), format, out)?;
+    render_all(&[catalog], &[], format, out)
+}
+
+/// Writes several catalogs and lone bundles (rendered bundle images and bundle directories,
+/// which are written as `olm.bundle`s only) as one stream, as opm writes all its references
+/// together.
+pub fn render_all(
+    catalogs: &[&Catalog],
+    bundles: &[&Bundle],
+    format: RenderFormat,
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    let form = match format {
+        RenderFormat::Json => Form::Json,
+        RenderFormat::Yaml => Form::Yaml,
+    };
+    render_to(catalogs, bundles, form, out)
+}
+
+/// The byte forms the writer knows.
+#[derive(Clone, Copy)]
+enum Form {
+    Json,
+    Yaml,
+    Lines,
+}
+
+fn render_to(
+    catalogs: &[&Catalog],
+    bundles: &[&Bundle],
+    form: Form,
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    #[derive(Default)]
+    struct Group<'a> {
+        packages: Vec<&'a Package>,
+        channels: Vec<&'a Channel>,
+        bundles: Vec<&'a Bundle>,
+        others: Vec<&'a Meta>,
+        deprecations: Vec<&'a Deprecations>,
+    }
+    let mut groups: BTreeMap<&str, Group> = BTreeMap::new();
+    let mut root_others = Vec::new();
+    for cat in catalogs {
+        for (name, p) in &cat.packages {
+            let g = groups.entry(name.as_str()).or_default();
+            g.packages.push(p);
+            g.channels.extend(p.channels.values());
+            g.bundles.extend(p.bundles.values());
+            g.deprecations.extend(p.deprecations.iter());
         }
-        for b in pkg.bundles.values() {
-            emit(&bundle_value(b), format, out)?;
-        }
-        if let Some(d) = &pkg.deprecations {
-            emit(&deprecations_value(&pkg.name, d), format, out)?;
+        for m in &cat.others {
+            if m.package.is_empty() {
+                root_others.push(m);
+            } else {
+                groups.entry(m.package.as_str()).or_default().others.push(m);
+            }
         }
     }
-    for m in &catalog.others {
-        let v: Value = serde_json::from_str(&m.blob).unwrap_or(Value::Null);
-        emit(&Ordered::from_value(v), format, out)?;
+    for b in bundles {
+        groups
+            .entry(b.package.as_str())
+            .or_default()
+            .bundles
+            .push(b);
+    }
+    let mut w = Writer { form, out };
+    for (pkg, mut g) in groups {
+        for p in g.packages {
+            w.emit(&package_tree(p))?;
+        }
+        g.channels.sort_by(|a, b| a.name.cmp(&b.name));
+        for c in g.channels {
+            w.emit(&channel_tree(pkg, c))?;
+        }
+        g.bundles.sort_by(|a, b| a.name.cmp(&b.name));
+        for b in g.bundles {
+            w.emit(&bundle_tree(b))?;
+        }
+        g.others.sort_by(|a, b| a.schema.cmp(&b.schema));
+        for m in g.others {
+            w.emit(&meta_tree(m))?;
+        }
+        for d in g.deprecations {
+            w.emit(&deprecations_tree(pkg, d))?;
+        }
+    }
+    for m in root_others {
+        w.emit(&meta_tree(m))?;
     }
     Ok(())
+}
+
+/// Writes the catalog in the same order and field layout, one compact object per line (JSON
+/// Lines): the form of the file catalogd's HTTP API serves from.
+pub fn render_lines(catalog: &Catalog, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+    render_to(&[catalog], &[], Form::Lines, out)
 }
 
 /// Writes one bundle as an `olm.bundle` (what `opm render` writes for a bundle image).
@@ -45,164 +135,262 @@ pub fn render_bundle(
     format: RenderFormat,
     out: &mut dyn std::io::Write,
 ) -> std::io::Result<()> {
-    emit(&bundle_value(b), format, out)
+    render_all(&[], &[b], format, out)
 }
 
-/// A JSON object that keeps its keys in the order they were added (Go struct field order).
-struct Ordered(Vec<(String, Value)>);
+/// A document as opm's structs encode it: objects keep their fields' order.
+enum Tree {
+    Obj(Vec<(&'static str, Tree)>),
+    Arr(Vec<Tree>),
+    Str(String),
+    /// A JSON value as opm's loader left it (objects with sorted keys).
+    Json(Value),
+}
 
-impl Ordered {
-    /// A custom meta: its own keys, sorted.
-    fn from_value(v: Value) -> Self {
-        match v {
-            Value::Object(m) => Ordered(m.into_iter().collect()),
-            _ => Ordered(vec![]),
-        }
+impl Tree {
+    fn str(s: &str) -> Tree {
+        Tree::Str(s.to_string())
     }
-    fn push(mut self, k: &str, v: Value) -> Self {
-        self.0.push((k.to_string(), v));
+}
+
+/// An object builder honouring `omitempty`.
+struct Obj(Vec<(&'static str, Tree)>);
+
+impl Obj {
+    fn new() -> Self {
+        Obj(Vec::new())
+    }
+    fn field(mut self, k: &'static str, v: Tree) -> Self {
+        self.0.push((k, v));
         self
     }
-    fn push_nonempty(self, k: &str, v: &str) -> Self {
+    fn string(self, k: &'static str, v: &str) -> Self {
+        self.field(k, Tree::str(v))
+    }
+    fn omitempty(self, k: &'static str, v: &str) -> Self {
         if v.is_empty() {
             self
         } else {
-            self.push(k, Value::String(v.to_string()))
+            self.string(k, v)
         }
     }
-    fn to_json(&self) -> String {
-        let mut s = String::from("{");
-        for (i, (k, v)) in self.0.iter().enumerate() {
-            if i > 0 {
-                s.push(',');
-            }
-            json::write_string(&mut s, k);
-            s.push(':');
-            s.push_str(&json::canonical(v));
+    fn list(self, k: &'static str, v: Vec<Tree>) -> Self {
+        if v.is_empty() {
+            self
+        } else {
+            self.field(k, Tree::Arr(v))
         }
-        s.push('}');
-        s
+    }
+    fn done(self) -> Tree {
+        Tree::Obj(self.0)
     }
 }
 
-fn props_value(props: &[Property]) -> Value {
-    Value::Array(
-        props
-            .iter()
-            .map(|p| {
-                let mut m = Map::new();
-                m.insert("type".into(), Value::String(p.r#type.clone()));
-                m.insert(
-                    "value".into(),
-                    serde_json::from_str(&p.value).unwrap_or(Value::Null),
-                );
-                Value::Object(m)
-            })
-            .collect(),
-    )
+fn props_trees<'a>(props: impl IntoIterator<Item = &'a Property>) -> Vec<Tree> {
+    props
+        .into_iter()
+        .map(|p| {
+            Obj::new()
+                .string("type", &p.r#type)
+                .field(
+                    "value",
+                    Tree::Json(serde_json::from_str(&p.value).unwrap_or(Value::Null)),
+                )
+                .done()
+        })
+        .collect()
 }
 
-fn package_value(p: &Package) -> Ordered {
-    let mut o = Ordered(vec![])
-        .push("schema", schema::PACKAGE.into())
-        .push("name", p.name.clone().into())
-        .push_nonempty("defaultChannel", &p.default_channel);
+fn package_tree(p: &Package) -> Tree {
+    let mut o = Obj::new()
+        .string("schema", schema::PACKAGE)
+        .string("name", &p.name)
+        .string("defaultChannel", &p.default_channel);
     if let Some(icon) = &p.icon {
-        o = o.push(
+        o = o.field(
             "icon",
-            serde_json::json!({"base64data": icon.base64data, "mediatype": icon.mediatype}),
+            Obj::new()
+                .string("base64data", &reencode_base64(&icon.base64data))
+                .string("mediatype", &icon.mediatype)
+                .done(),
         );
     }
-    o = o.push_nonempty("description", &p.description);
-    if !p.properties.is_empty() {
-        o = o.push("properties", props_value(&p.properties));
-    }
-    o
+    o.omitempty("description", &p.description)
+        .list("properties", props_trees(&p.properties))
+        .done()
 }
 
-fn channel_value(pkg: &str, c: &Channel) -> Ordered {
+/// opm holds icon data as bytes: it is written back in padded standard base64. Text that
+/// does not decode is kept as it is.
+fn reencode_base64(data: &str) -> String {
+    let e = base64::engine::general_purpose::STANDARD;
+    let clean: String = data.chars().filter(|c| !matches!(c, '\r' | '\n')).collect();
+    match e.decode(&clean) {
+        Ok(bytes) => e.encode(bytes),
+        Err(_) => data.to_string(),
+    }
+}
+
+fn channel_tree(pkg: &str, c: &Channel) -> Tree {
     let entries = c
         .entries
         .iter()
         .map(|e| {
-            let mut m = Map::new();
-            m.insert("name".into(), e.name.clone().into());
-            if !e.replaces.is_empty() {
-                m.insert("replaces".into(), e.replaces.clone().into());
-            }
-            if !e.skips.is_empty() {
-                m.insert("skips".into(), e.skips.clone().into());
-            }
-            if !e.skip_range.is_empty() {
-                m.insert("skipRange".into(), e.skip_range.clone().into());
-            }
-            Value::Object(m)
+            Obj::new()
+                .string("name", &e.name)
+                .omitempty("replaces", &e.replaces)
+                .list("skips", e.skips.iter().map(|s| Tree::str(s)).collect())
+                .omitempty("skipRange", &e.skip_range)
+                .done()
         })
         .collect();
-    let mut o = Ordered(vec![])
-        .push("schema", schema::CHANNEL.into())
-        .push("name", c.name.clone().into())
-        .push("package", pkg.into())
-        .push("entries", Value::Array(entries));
-    if !c.properties.is_empty() {
-        o = o.push("properties", props_value(&c.properties));
-    }
-    o
+    Obj::new()
+        .string("schema", schema::CHANNEL)
+        .string("name", &c.name)
+        .string("package", pkg)
+        .field("entries", Tree::Arr(entries))
+        .list("properties", props_trees(&c.properties))
+        .done()
 }
 
-fn bundle_value(b: &Bundle) -> Ordered {
-    let mut o = Ordered(vec![])
-        .push("schema", schema::BUNDLE.into())
-        .push("name", b.name.clone().into())
-        .push("package", b.package.clone().into())
-        .push("image", b.image.clone().into())
-        .push("properties", props_value(&b.properties));
-    if !b.related_images.is_empty() {
-        let imgs = b
-            .related_images
-            .iter()
-            .map(|r| serde_json::json!({"name": r.name, "image": r.image}))
-            .collect();
-        o = o.push("relatedImages", Value::Array(imgs));
-    }
-    o
+fn bundle_tree(b: &Bundle) -> Tree {
+    let is_object =
+        |p: &&Property| p.r#type == prop::BUNDLE_OBJECT || p.r#type == prop::CSV_METADATA;
+    let props = b
+        .properties
+        .iter()
+        .filter(|p| !is_object(p))
+        .chain(b.properties.iter().filter(is_object));
+    let mut related: Vec<&RelatedImage> = b.related_images.iter().collect();
+    related.sort_by(|x, y| x.image.cmp(&y.image));
+    let related = related
+        .into_iter()
+        .map(|r| {
+            Obj::new()
+                .string("name", &r.name)
+                .string("image", &r.image)
+                .done()
+        })
+        .collect();
+    Obj::new()
+        .string("schema", schema::BUNDLE)
+        .omitempty("name", &b.name)
+        .omitempty("package", &b.package)
+        .string("image", &b.image)
+        .list("properties", props_trees(props))
+        .list("relatedImages", related)
+        .done()
 }
 
-fn deprecations_value(pkg: &str, d: &Deprecations) -> Ordered {
+fn deprecations_tree(pkg: &str, d: &Deprecations) -> Tree {
     let entries = d
         .entries
         .iter()
         .map(|e| {
-            let mut r = Map::new();
-            r.insert("schema".into(), e.schema.clone().into());
-            if !e.name.is_empty() {
-                r.insert("name".into(), e.name.clone().into());
-            }
-            serde_json::json!({"reference": Value::Object(r), "message": e.message})
+            let reference = Obj::new()
+                .string("schema", &e.schema)
+                .omitempty("name", &e.name)
+                .done();
+            Obj::new()
+                .field("reference", reference)
+                .string("message", &e.message)
+                .done()
         })
         .collect();
-    Ordered(vec![])
-        .push("schema", schema::DEPRECATIONS.into())
-        .push("package", pkg.into())
-        .push("entries", Value::Array(entries))
+    Obj::new()
+        .string("schema", schema::DEPRECATIONS)
+        .string("package", pkg)
+        .field("entries", Tree::Arr(entries))
+        .done()
 }
 
-fn emit(o: &Ordered, format: RenderFormat, out: &mut dyn std::io::Write) -> std::io::Result<()> {
-    match format {
-        RenderFormat::Json => {
-            // One compact object per line: a JSON object stream that is also JSON Lines.
-            out.write_all(o.to_json().as_bytes())?;
-            out.write_all(b"\n")
-        }
-        RenderFormat::Yaml => {
-            let mut m = Map::new();
-            for (k, v) in &o.0 {
-                m.insert(k.clone(), v.clone());
+fn meta_tree(m: &Meta) -> Tree {
+    Tree::Json(serde_json::from_str(&m.blob).unwrap_or(Value::Null))
+}
+
+struct Writer<'a> {
+    form: Form,
+    out: &'a mut dyn std::io::Write,
+}
+
+impl Writer<'_> {
+    fn emit(&mut self, t: &Tree) -> std::io::Result<()> {
+        let mut s = String::new();
+        match self.form {
+            Form::Json => {
+                write_json(&mut s, t, 0);
+                s.push('\n');
             }
-            let y = yaml_serde::to_string(&Value::Object(m))
-                .map_err(|e| std::io::Error::other(e.to_string()))?;
-            out.write_all(b"---\n")?;
-            out.write_all(y.as_bytes())
+            Form::Lines => {
+                write_compact(&mut s, t);
+                s.push('\n');
+            }
+            Form::Yaml => {
+                s.push_str("---\n");
+                goyaml::write_document(&yaml_node(t), &mut s);
+            }
         }
+        self.out.write_all(s.as_bytes())
+    }
+}
+
+fn yaml_node(t: &Tree) -> Node {
+    match t {
+        Tree::Obj(fields) => Node::Map(
+            fields
+                .iter()
+                .map(|(k, v)| (k.to_string(), yaml_node(v)))
+                .collect(),
+        ),
+        Tree::Arr(items) => Node::Seq(items.iter().map(yaml_node).collect()),
+        Tree::Str(s) => Node::Str(s.clone()),
+        Tree::Json(v) => Node::from_json(v),
+    }
+}
+
+fn write_json(out: &mut String, t: &Tree, depth: usize) {
+    match t {
+        Tree::Obj(fields) => json::write_indented_object(
+            out,
+            fields.iter().map(|(k, v)| (*k, v)),
+            depth,
+            &mut |out, v, d| write_json(out, v, d),
+        ),
+        Tree::Arr(items) => {
+            json::write_indented_array(out, items.iter(), depth, &mut |out, v, d| {
+                write_json(out, v, d)
+            })
+        }
+        Tree::Str(s) => json::write_go_string(out, s),
+        Tree::Json(v) => json::write_indented(out, v, depth),
+    }
+}
+
+fn write_compact(out: &mut String, t: &Tree) {
+    match t {
+        Tree::Obj(fields) => {
+            out.push('{');
+            for (i, (k, v)) in fields.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                json::write_go_string(out, k);
+                out.push(':');
+                write_compact(out, v);
+            }
+            out.push('}');
+        }
+        Tree::Arr(items) => {
+            out.push('[');
+            for (i, v) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_compact(out, v);
+            }
+            out.push(']');
+        }
+        Tree::Str(s) => json::write_go_string(out, s),
+        Tree::Json(v) => out.push_str(&json::canonical(v)),
     }
 }

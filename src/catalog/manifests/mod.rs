@@ -49,7 +49,8 @@ pub(super) fn is_hidden(p: &Path) -> bool {
         .unwrap_or(false)
 }
 
-fn is_bundle_dir(p: &Path) -> bool {
+/// True for a bundle directory: one holding `manifests/` and `metadata/`.
+pub fn is_bundle_dir(p: &Path) -> bool {
     p.join("manifests").is_dir() && p.join("metadata").is_dir()
 }
 
