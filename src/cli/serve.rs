@@ -18,7 +18,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-const CACHE_DB: &str = "opreg-catalog.db";
+/// The database's file name in a cache directory.
+pub const CACHE_DB: &str = "opreg-catalog.db";
 
 // Help text: the doc comment of `Command::Serve` in src/cli/mod.rs.
 #[derive(clap::Args, Debug, Clone)]
@@ -422,7 +423,7 @@ fn effective_source(source: Option<PathBuf>, fallback_demo: bool) -> Option<Path
 
 /// Turns a SOURCE (or the demo) into an open store, building or reusing a cache as asked.
 /// Returns the temp dir holding the database when no cache dir was given.
-fn prepare(
+pub(crate) fn prepare(
     source: Option<&Path>,
     cache_dir: Option<&Path>,
     enforce: bool,
@@ -549,7 +550,7 @@ fn make_world_readable(db: &Path) {
     }
 }
 
-struct TempDirGuard(#[allow(dead_code)] tempfile::TempDir);
+pub(crate) struct TempDirGuard(#[allow(dead_code)] tempfile::TempDir);
 
 #[cfg(test)]
 mod tests {
