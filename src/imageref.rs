@@ -34,9 +34,26 @@
 /// Longest name (domain and path) a reference may have.
 const NAME_MAX: usize = 255;
 
+/// A reference split into its parts, after docker.io normalization (`docker.io` for a name
+/// without a domain or with `index.docker.io`, `library/` before a single path component).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Normalized {
+    /// Registry host, with its port if any.
+    pub domain: String,
+    /// The repository path below the domain.
+    pub path: String,
+    pub tag: Option<String>,
+    pub digest: Option<String>,
+}
+
 /// Checks a pull spec; the error is upstream's text (without the `invalid image pull spec`
 /// prefix, which the caller adds with the field name).
 pub fn check(spec: &str) -> Result<(), String> {
+    parse(spec).map(|_| ())
+}
+
+/// Checks a pull spec and splits it (see [`Normalized`]); errors as [`check`].
+pub fn parse(spec: &str) -> Result<Normalized, String> {
     if spec.len() == 64 && spec.bytes().all(|c| matches!(c, b'a'..=b'f' | b'0'..=b'9')) {
         return Err(format!(
             "invalid repository name ({spec}), cannot specify 64-byte hexadecimal strings"
@@ -48,7 +65,7 @@ pub fn check(spec: &str) -> Result<(), String> {
         return Err(UPPERCASE.into());
     }
     let full = format!("{domain}/{remainder}");
-    let (name, digest) = match_reference(&full).ok_or_else(|| {
+    let (name, tag, digest) = match_reference(&full).ok_or_else(|| {
         if match_reference(&full.to_lowercase()).is_some() {
             UPPERCASE.to_string()
         } else {
@@ -63,7 +80,12 @@ pub fn check(spec: &str) -> Result<(), String> {
     if let Some(d) = digest {
         check_digest(d)?;
     }
-    Ok(())
+    Ok(Normalized {
+        path: name[domain.len() + 1..].to_string(),
+        domain,
+        tag: tag.map(str::to_string),
+        digest: digest.map(str::to_string),
+    })
 }
 
 const UPPERCASE: &str = "invalid reference format: repository name must be lowercase";
@@ -85,8 +107,8 @@ fn split_domain(s: &str) -> (String, String) {
     (domain, rest)
 }
 
-/// Matches `s` against `reference`; returns the name and the digest, if any.
-fn match_reference(s: &str) -> Option<(&str, Option<&str>)> {
+/// Matches `s` against `reference`; returns the name, the tag and the digest.
+fn match_reference(s: &str) -> Option<(&str, Option<&str>, Option<&str>)> {
     let (name_tag, digest) = match s.split_once('@') {
         Some((n, d)) => (n, Some(d)),
         None => (s, None),
@@ -111,7 +133,7 @@ fn match_reference(s: &str) -> Option<(&str, Option<&str>)> {
         || name
             .split_once('/')
             .is_some_and(|(d, p)| domain_ok(d) && path_ok(p));
-    name_ok.then_some((name, digest))
+    name_ok.then_some((name, tag, digest))
 }
 
 fn tag_ok(t: &str) -> bool {

@@ -29,6 +29,8 @@
 //! * [`store`]: the SQLite store: schema from `migrations/`, atomic writes, read-only queries.
 //! * [`image`]: image references: pulling into a directory the readers read, building and
 //!   pushing catalog images.
+//! * [`imagebuild`]: building catalog images (layers, config, base, OCI layouts) from a
+//!   validated catalog and its pre-built cache.
 //! * [`source`]: SOURCE arguments: telling formats apart, reading any mix, the source digest.
 //! * The application: [`load`] (SOURCEs into a valid catalog, every diagnostic returned),
 //!   [`ingest`] (the one build path, streaming on three threads), [`authoring`]
@@ -82,6 +84,7 @@ pub mod error;
 pub mod graph;
 pub mod http;
 pub mod image;
+pub mod imagebuild;
 pub mod imageref;
 pub mod ingest;
 pub mod interrupt;

@@ -5,8 +5,10 @@
 
 pub mod completions;
 pub mod diff;
+pub mod generate;
 pub mod graph;
 pub mod health_probe;
+pub mod image;
 pub mod ingest;
 pub mod list;
 pub mod opm;
@@ -194,6 +196,10 @@ pub enum Command {
     ///
     /// Exit codes: 0 SERVING, 1 bad arguments, 2 connection failure, 3 RPC failure, 4 not SERVING.
     HealthProbe(health_probe::Args),
+    /// Build and push catalog images, without a daemon.
+    Image(image::Args),
+    /// Generate artifacts for file-based catalogs (a Dockerfile, as opm does).
+    Generate(generate::Args),
 }
 
 /// Runs the CLI on `argv`; returns the process exit code.
@@ -249,6 +255,8 @@ pub fn dispatch(cli: Cli) -> i32 {
         Command::Completions(a) => completions::run(a),
         Command::Man(a) => completions::run_man(a),
         Command::HealthProbe(a) => health_probe::run(a),
+        Command::Image(a) => image::run(a),
+        Command::Generate(a) => generate::run(a),
     }
 }
 

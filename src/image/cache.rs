@@ -98,15 +98,6 @@ pub fn digest_of(bytes: &[u8]) -> String {
     format!("sha256:{:x}", Sha256::digest(bytes))
 }
 
-/// Checks bytes against a digest.
-pub fn verify_bytes(bytes: &[u8], digest: &str, what: &str) -> Result<()> {
-    let got = digest_of(bytes);
-    if got != digest {
-        bail!("digest mismatch for {what}: expected {digest}, got {got}");
-    }
-    Ok(())
-}
-
 /// A blob stream that is hashed and counted as it is read, optionally copied into the cache.
 /// Reading past the descriptor's size, or reaching the end with the wrong digest, is an error.
 pub struct Verify<R: Read> {

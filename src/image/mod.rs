@@ -19,11 +19,15 @@
 //! | [`cache`] | the content-addressed blob cache and the verifying reader |
 //! | [`unpacked`] | catalog images kept unpacked in the cache |
 //! | [`opm`] | `opm render`'s finishing of bundle images and its migrations |
+//! | [`layout`] | writing OCI image layouts, and reading one image of a layout whole |
+//! | [`dockerfile`] | `opm generate dockerfile`'s Dockerfile |
 
 pub mod auth;
 pub mod cache;
+pub mod dockerfile;
 pub mod kind;
 pub mod layers;
+pub mod layout;
 pub mod manifest;
 pub mod opm;
 pub mod pull;
@@ -319,7 +323,7 @@ pub fn one_line(e: &anyhow::Error) -> String {
 
 impl ImageArgs {
     /// How to reach a registry: `--use-http`, `--skip-tls-verify` and the timeout.
-    fn connection(&self) -> registry::Connection {
+    pub fn connection(&self) -> registry::Connection {
         registry::Connection {
             use_http: self.use_http || self.skip_tls,
             skip_tls_verify: self.skip_tls_verify,

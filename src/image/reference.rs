@@ -83,57 +83,33 @@ pub fn parse_source(s: &str) -> Result<ImageSource, String> {
     parse(s).map(ImageSource::Registry)
 }
 
-/// Parses a registry reference, applying the docker defaults. The grammar is checked once,
-/// by [`crate::imageref::check`] (the same check validation applies to pull specs); this only
-/// splits what passed it.
+/// Parses a registry reference, applying the docker defaults. The grammar and the
+/// normalization are [`crate::imageref::parse`]'s (the same check validation applies to pull
+/// specs); this only adds the default tag and opreg's sha256-only rule.
 pub fn parse(s: &str) -> Result<Reference, String> {
     let bad = |why: &str| Err(format!("invalid image reference {s:?}: {why}"));
     if s.is_empty() {
         return bad("empty");
     }
-    if let Err(e) = crate::imageref::check(s) {
-        return bad(&e);
-    }
-    let (name_tag, digest) = match s.rsplit_once('@') {
-        Some((n, d)) => (n, Some(d)),
-        None => (s, None),
+    let n = match crate::imageref::parse(s) {
+        Ok(n) => n,
+        Err(e) => return bad(&e),
     };
-    if let Some(d) = digest {
+    if let Some(d) = &n.digest {
         if !is_digest(d) {
             return bad("opreg pulls by sha256 digest only (sha256: and 64 lowercase hex digits)");
         }
     }
-    let last_slash = name_tag.rfind('/').map(|i| i + 1).unwrap_or(0);
-    let (name, tag) = match name_tag[last_slash..].rfind(':') {
-        Some(i) => (
-            &name_tag[..last_slash + i],
-            Some(&name_tag[last_slash + i + 1..]),
-        ),
-        None => (name_tag, None),
-    };
-    let (registry, repository) = match name.split_once('/') {
-        Some((first, rest))
-            if first.contains('.') || first.contains(':') || first == "localhost" =>
-        {
-            (first.to_string(), rest.to_string())
-        }
-        _ => (DOCKER_HUB.to_string(), name.to_string()),
-    };
-    let repository = if registry == DOCKER_HUB && !repository.contains('/') {
-        format!("library/{repository}")
-    } else {
-        repository
-    };
     Ok(Reference {
         given: s.to_string(),
-        registry,
-        repository,
-        tag: match (tag, digest) {
-            (Some(t), _) => Some(t.to_string()),
+        registry: n.domain,
+        repository: n.path,
+        tag: match (n.tag, &n.digest) {
+            (Some(t), _) => Some(t),
             (None, None) => Some("latest".into()),
             (None, Some(_)) => None,
         },
-        digest: digest.map(str::to_string),
+        digest: n.digest,
     })
 }
 
@@ -158,6 +134,11 @@ mod tests {
             ("docker.io", "library/busybox", Some("latest"))
         );
         assert_eq!(r.api_host(), "registry-1.docker.io");
+        let r = parse("index.docker.io/busybox:1").unwrap();
+        assert_eq!(
+            (r.registry.as_str(), r.repository.as_str(), r.tag.as_deref()),
+            ("docker.io", "library/busybox", Some("1"))
+        );
         let r = parse("org/cat:v1").unwrap();
         assert_eq!(
             (r.registry.as_str(), r.repository.as_str()),

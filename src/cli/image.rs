@@ -1,0 +1,206 @@
+//! `opreg image build` and `opreg image push`: argument parsing and printing only; the work is
+//! [`crate::imagebuild`]'s and [`crate::image::push`]'s.
+
+use super::output;
+use crate::imagebuild::{self as build, BuildError, BuildOptions, Target};
+use std::path::PathBuf;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(subcommand)]
+    pub command: ImageCommand,
+}
+
+#[derive(clap::Subcommand, Debug)]
+pub enum ImageCommand {
+    /// Build a catalog image from SOURCEs, without a daemon, reproducibly.
+    ///
+    /// The catalog is validated first (an invalid one builds nothing). The image holds the FBC
+    /// under /configs (one catalog.json per package, opm's layout), the opreg database pre-built
+    /// from exactly those files under /tmp/cache (when the base's server is this opreg version),
+    /// the configs label, and Entrypoint/Cmd as opm's generated Dockerfile sets them. The same
+    /// inputs, base and opreg binary give the same digest.
+    ///
+    /// Without --base the image is complete by itself: this opreg binary (which must be
+    /// statically linked), linked as opm and grpc_health_probe, run as a non-root user.
+    ///
+    /// Targets: `oci:DIR[:TAG]` writes an OCI image layout; a registry reference is pushed with
+    /// --push, and without it nothing is written (what would be pushed is printed).
+    Build(BuildArgs),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct BuildArgs {
+    /// Anything `opreg render` accepts: FBC directories, bundle directories, images.
+    #[arg(required = true, value_name = "SOURCE")]
+    pub sources: Vec<PathBuf>,
+    /// Where the image goes: oci:DIR[:TAG], or a registry reference (with --push).
+    #[arg(short = 't', long = "tag", required = true, value_name = "REF")]
+    pub tags: Vec<String>,
+    /// The image to build on (a registry reference or oci:DIR[:TAG]) [default: this binary].
+    #[arg(long, value_name = "IMAGE")]
+    pub base: Option<String>,
+    /// Platforms to keep from a multi-arch base, comma-separated [default: all].
+    #[arg(
+        long = "platform",
+        value_name = "OS/ARCH[/VARIANT]",
+        value_delimiter = ','
+    )]
+    pub platforms: Vec<String>,
+    /// Push registry targets.
+    #[arg(long)]
+    pub push: bool,
+    /// An extra label, KEY=VALUE (repeatable; applied last).
+    #[arg(long = "label", value_name = "KEY=VALUE")]
+    pub labels: Vec<String>,
+    /// Where the FBC goes in the image.
+    #[arg(long, default_value = "/configs", value_name = "PATH")]
+    pub configs_path: String,
+    /// Where the pre-built cache goes in the image.
+    #[arg(long, default_value = "/tmp/cache", value_name = "PATH")]
+    pub cache_path: String,
+    /// Write the image's digest to this file.
+    #[arg(long, value_name = "FILE")]
+    pub digest_file: Option<PathBuf>,
+    /// Every timestamp in the image [default: 0, the epoch].
+    #[arg(long, env = "SOURCE_DATE_EPOCH", value_name = "SECONDS")]
+    pub source_date_epoch: Option<u64>,
+    /// Print only errors.
+    #[arg(short, long)]
+    pub quiet: bool,
+    #[command(flatten)]
+    pub image: ImageFlags,
+}
+
+// The image flags that apply to building (the source's and the base's pulls); the platform is
+// --platform above.
+#[derive(clap::Args, Debug, Clone)]
+#[command(next_help_heading = "Image sources")]
+pub struct ImageFlags {
+    /// Talk plain HTTP to registries.
+    #[arg(long)]
+    pub use_http: bool,
+    /// Do not verify registries' TLS certificates.
+    #[arg(long)]
+    pub skip_tls_verify: bool,
+    /// Seconds to wait for a registry to connect or answer.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30)]
+    pub registry_timeout: u64,
+}
+
+impl ImageFlags {
+    fn args(&self) -> crate::image::ImageArgs {
+        crate::image::ImageArgs {
+            use_http: self.use_http,
+            skip_tls_verify: self.skip_tls_verify,
+            registry_timeout: self.registry_timeout,
+            ..Default::default()
+        }
+    }
+}
+
+pub fn run(a: Args) -> i32 {
+    match a.command {
+        ImageCommand::Build(b) => run_build(b),
+    }
+}
+
+fn fail(e: BuildError) -> i32 {
+    match e {
+        BuildError::Invalid { errors, warnings } => {
+            warnings.iter().for_each(output::diagnostic);
+            errors.iter().for_each(output::diagnostic);
+            output::status(format_args!(
+                "{} error(s): the catalog is invalid; nothing was built",
+                errors.len()
+            ));
+            super::EXIT_FAILURE
+        }
+        BuildError::Usage(m) => {
+            output::error(m);
+            super::EXIT_USAGE
+        }
+        BuildError::Failed(e) => {
+            output::error(crate::image::one_line(&e));
+            super::EXIT_FAILURE
+        }
+    }
+}
+
+fn run_build(a: BuildArgs) -> i32 {
+    let parsed = (|| -> Result<_, BuildError> {
+        let targets = a
+            .tags
+            .iter()
+            .map(|t| Target::parse(t))
+            .collect::<Result<Vec<_>, _>>()?;
+        let platforms = a
+            .platforms
+            .iter()
+            .map(|p| crate::image::manifest::parse_platform(p).map_err(BuildError::Usage))
+            .collect::<Result<Vec<_>, _>>()?;
+        let labels = a
+            .labels
+            .iter()
+            .map(|l| {
+                l.split_once('=')
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .ok_or_else(|| BuildError::Usage(format!("--label {l}: expected KEY=VALUE")))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok((targets, platforms, labels))
+    })();
+    let (targets, platforms, labels) = match parsed {
+        Ok(p) => p,
+        Err(e) => return fail(e),
+    };
+    let opts = BuildOptions {
+        sources: a.sources.clone(),
+        image: a.image.args(),
+        base: a.base.clone(),
+        platforms,
+        labels,
+        configs_path: a.configs_path.clone(),
+        cache_path: a.cache_path.clone(),
+        source_date_epoch: a.source_date_epoch,
+        progress: super::show_progress(a.quiet),
+    };
+    let staged = match build::build(&opts) {
+        Ok(s) => s,
+        Err(e) => return fail(e),
+    };
+    if !a.quiet {
+        staged.warnings.iter().for_each(output::diagnostic);
+        if let Some(n) = &staged.note {
+            output::warning(n);
+        }
+    }
+    let written = match build::write_layouts(&staged, &targets) {
+        Ok(w) => w,
+        Err(e) => return fail(e),
+    };
+    let digest = &staged.image.top.digest;
+    for w in &written {
+        output::status(format_args!("wrote {w} {digest}"));
+    }
+    for t in &targets {
+        if let Target::Registry(r) = t {
+            let bytes: u64 = staged.image.blobs.iter().map(|b| b.1).sum();
+            output::status(format_args!(
+                "would push {r} {digest} ({} blobs, {bytes} bytes; platforms {}): pass --push to push",
+                staged.image.blobs.len(),
+                staged.platforms.join(", ")
+            ));
+        }
+    }
+    if let Some(f) = &a.digest_file {
+        if let Err(e) = std::fs::write(f, format!("{digest}\n")) {
+            output::error(format_args!("--digest-file {}: {e}", f.display()));
+            return super::EXIT_FAILURE;
+        }
+    }
+    if output::out(&format!("{digest}\n")).is_err() {
+        return super::EXIT_FAILURE;
+    }
+    super::EXIT_OK
+}

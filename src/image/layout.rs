@@ -1,0 +1,224 @@
+//! Writing OCI image layouts (`oci-layout`, `index.json`, `blobs/sha256/HEX`): blobs go in
+//! first, each through a temporary file renamed into place once its digest is checked, and
+//! `index.json` last, rewritten whole by a rename, so that a layout never names a blob it does
+//! not hold. Reading a layout is [`super::registry::Layout`]'s.
+
+use super::cache::Verify;
+use super::manifest::{self, Manifest};
+use super::registry::{BlobSource, Layout};
+use anyhow::{anyhow, bail, Context, Result};
+use serde_json::{json, Value};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// The annotation that names an image in a layout's `index.json`.
+pub const REF_NAME: &str = "org.opencontainers.image.ref.name";
+
+/// A layout being written (created if missing).
+pub struct LayoutWriter {
+    dir: PathBuf,
+}
+
+/// A descriptor as the layout's `index.json` lists it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Top {
+    pub media_type: String,
+    pub digest: String,
+    pub size: u64,
+}
+
+impl LayoutWriter {
+    pub fn create(dir: &Path) -> Result<LayoutWriter> {
+        std::fs::create_dir_all(dir.join("blobs/sha256"))
+            .with_context(|| format!("cannot create the image layout {}", dir.display()))?;
+        let marker = dir.join("oci-layout");
+        if !marker.exists() {
+            std::fs::write(&marker, br#"{"imageLayoutVersion":"1.0.0"}"#)?;
+        }
+        Ok(LayoutWriter {
+            dir: dir.to_path_buf(),
+        })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn blob_path(&self, digest: &str) -> Result<PathBuf> {
+        if !super::reference::is_digest(digest) {
+            bail!("unsupported or malformed digest {digest:?}");
+        }
+        Ok(self.dir.join("blobs/sha256").join(&digest[7..]))
+    }
+
+    /// True when the layout already holds the blob.
+    pub fn has(&self, digest: &str) -> bool {
+        self.blob_path(digest).is_ok_and(|p| p.is_file())
+    }
+
+    /// Stores small bytes (a manifest, a config) under their digest; returns the digest.
+    pub fn put(&self, bytes: &[u8]) -> Result<String> {
+        let digest = super::cache::digest_of(bytes);
+        if !self.has(&digest) {
+            let mut t = tempfile::NamedTempFile::new_in(self.dir.join("blobs/sha256"))?;
+            t.write_all(bytes)?;
+            t.persist(self.blob_path(&digest)?)?;
+        }
+        Ok(digest)
+    }
+
+    /// Moves a file whose digest the caller computed into the layout (copies it when it is on
+    /// another file system).
+    pub fn adopt(&self, file: &Path, digest: &str) -> Result<()> {
+        let dest = self.blob_path(digest)?;
+        if dest.is_file() {
+            return Ok(());
+        }
+        if std::fs::rename(file, &dest).is_err() {
+            let mut t = tempfile::NamedTempFile::new_in(self.dir.join("blobs/sha256"))?;
+            std::io::copy(&mut std::fs::File::open(file)?, &mut t)?;
+            t.persist(&dest)?;
+        }
+        Ok(())
+    }
+
+    /// Copies a blob from `src`, verifying it against `digest` and `size`.
+    pub fn copy_from(&self, src: &mut dyn BlobSource, digest: &str, size: u64) -> Result<()> {
+        if self.has(digest) {
+            return Ok(());
+        }
+        let mut v = Verify::new(src.blob(digest)?, digest, size, None)?;
+        let mut t = tempfile::NamedTempFile::new_in(self.dir.join("blobs/sha256"))?;
+        let copied = std::io::copy(&mut v, &mut t);
+        v.finish()?;
+        copied?;
+        t.persist(self.blob_path(digest)?)?;
+        Ok(())
+    }
+
+    /// Lists `top` in `index.json`, named `tag` when given (an entry of the same name is
+    /// replaced; without a tag, an entry of the same digest). Call it last.
+    pub fn tag(&self, top: &Top, tag: Option<&str>) -> Result<()> {
+        let index_path = self.dir.join("index.json");
+        let mut index: Value = match std::fs::read(&index_path) {
+            Ok(b) => serde_json::from_slice(&b)
+                .map_err(|e| anyhow!("{}: malformed index.json: {e}", self.dir.display()))?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                json!({"schemaVersion": 2, "mediaType": super::manifest::OCI_INDEX, "manifests": []})
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let mut entry = json!({
+            "mediaType": top.media_type, "digest": top.digest, "size": top.size,
+        });
+        if let Some(t) = tag {
+            entry["annotations"] = json!({ REF_NAME: t });
+        }
+        let manifests = index
+            .get_mut("manifests")
+            .and_then(Value::as_array_mut)
+            .ok_or_else(|| anyhow!("{}: index.json has no manifests", self.dir.display()))?;
+        manifests.retain(|m| match tag {
+            Some(t) => {
+                m.pointer("/annotations/org.opencontainers.image.ref.name") != Some(&Value::from(t))
+            }
+            None => m.get("digest") != Some(&Value::from(top.digest.as_str())),
+        });
+        manifests.push(entry);
+        let mut t = tempfile::NamedTempFile::new_in(&self.dir)?;
+        t.write_all(&serde_json::to_vec(&index)?)?;
+        t.persist(&index_path)?;
+        Ok(())
+    }
+}
+
+/// One image of a layout, with everything it references: the top manifest or index, the
+/// platform manifests of an index, and the blobs (configs and layers).
+#[derive(Clone, Debug)]
+pub struct Image {
+    pub dir: PathBuf,
+    pub top: Top,
+    /// An index's manifests (empty for a single image).
+    pub manifests: Vec<Top>,
+    /// Configs and layers, each once, with their sizes.
+    pub blobs: Vec<(String, u64)>,
+}
+
+/// Reads the image `tag` (or the only one) of the layout at `dir`.
+pub fn read_image(dir: &Path, tag: Option<&str>, limit: u64) -> Result<Image> {
+    let mut src = Layout::open(dir)?;
+    let f = src.manifest(tag.unwrap_or(""), limit)?;
+    let digest = super::cache::digest_of(&f.bytes);
+    let m =
+        manifest::parse_manifest(&f.bytes, f.content_type.as_deref()).map_err(|e| anyhow!(e))?;
+    let media_type = |m: &Manifest| match m {
+        Manifest::Index { .. } => manifest::OCI_INDEX.to_string(),
+        Manifest::Image { .. } => manifest::OCI_MANIFEST.to_string(),
+    };
+    let declared = |bytes: &[u8], m: &Manifest| {
+        serde_json::from_slice::<Value>(bytes)
+            .ok()
+            .and_then(|v| {
+                v.get("mediaType")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+            })
+            .unwrap_or_else(|| media_type(m))
+    };
+    let top = Top {
+        media_type: declared(&f.bytes, &m),
+        digest,
+        size: f.bytes.len() as u64,
+    };
+    let mut manifests = Vec::new();
+    let mut blobs = Vec::new();
+    let mut images = Vec::new();
+    match m {
+        Manifest::Index { manifests: list } => {
+            for d in list {
+                let bytes = src.manifest(&d.digest, limit)?.bytes;
+                if super::cache::digest_of(&bytes) != d.digest {
+                    bail!("manifest {} does not match its digest", d.digest);
+                }
+                let pm = manifest::parse_manifest(&bytes, Some(&d.media_type))
+                    .map_err(|e| anyhow!(e))?;
+                manifests.push(Top {
+                    media_type: declared(&bytes, &pm),
+                    digest: d.digest.clone(),
+                    size: bytes.len() as u64,
+                });
+                images.push(pm);
+            }
+        }
+        m => images.push(m),
+    }
+    for m in images {
+        let Manifest::Image { config, layers } = m else {
+            bail!("image indexes nested in an index are not supported");
+        };
+        for d in std::iter::once(config).chain(layers) {
+            blobs.push((d.digest, d.size as u64));
+        }
+    }
+    blobs.sort();
+    blobs.dedup();
+    Ok(Image {
+        dir: dir.to_path_buf(),
+        top,
+        manifests,
+        blobs,
+    })
+}
+
+/// Copies `img` into the layout at `dir` (created if missing), named `tag`.
+pub fn copy_image(img: &Image, dir: &Path, tag: Option<&str>) -> Result<()> {
+    let out = LayoutWriter::create(dir)?;
+    let mut src = Layout::open(&img.dir)?;
+    for (d, size) in &img.blobs {
+        out.copy_from(&mut src, d, *size)?;
+    }
+    for m in img.manifests.iter().chain(std::iter::once(&img.top)) {
+        out.copy_from(&mut src, &m.digest, m.size)?;
+    }
+    out.tag(&img.top, tag)
+}

@@ -1,0 +1,379 @@
+//! Building catalog images without a daemon: the catalog is validated, rendered as FBC (one
+//! file per package, opm's layout), and laid over a base image as reproducible layers, with the
+//! opreg database pre-built from exactly those files when the base's server can read it.
+//!
+//! The image is first written to a private OCI layout ([`Staged`]); [`write_targets`] then
+//! copies it to `oci:DIR[:TAG]` layouts, and a push sends it to registries.
+//!
+//! | module | owns |
+//! |---|---|
+//! | [`layer`] | reproducible tar+gzip layers, whiteouts |
+//! | [`base`] | the base image: `--base`, or the running static binary |
+//! | [`config`] | image config, manifest and index documents |
+
+pub mod base;
+pub mod config;
+pub mod layer;
+
+use crate::image::layout::{LayoutWriter, Top};
+use crate::image::manifest::{self, Platform};
+use crate::image::reference::{self, ImageSource, Reference};
+use crate::diag::Diagnostic;
+use layer::{LayerBuilder, Owner, ROOT};
+use std::path::{Path, PathBuf};
+
+/// The label naming the FBC directory of a catalog image.
+pub const CONFIGS_LABEL: &str = crate::image::kind::CONFIGS_LABEL;
+
+/// Why a build failed.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    /// The catalog is invalid; nothing was built. `errors` is never empty.
+    #[error("{} error(s): the catalog is invalid", errors.len())]
+    Invalid {
+        errors: Vec<Diagnostic>,
+        warnings: Vec<Diagnostic>,
+    },
+    /// Options that cannot work together.
+    #[error("{0}")]
+    Usage(String),
+    /// Reading the base, writing layers, a registry.
+    #[error(transparent)]
+    Failed(#[from] anyhow::Error),
+}
+
+impl BuildError {
+    pub fn failed(msg: impl std::fmt::Display) -> BuildError {
+        BuildError::Failed(anyhow::anyhow!("{msg}"))
+    }
+}
+
+impl From<std::io::Error> for BuildError {
+    fn from(e: std::io::Error) -> Self {
+        BuildError::Failed(e.into())
+    }
+}
+
+/// Where an image goes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Target {
+    Layout { dir: PathBuf, tag: Option<String> },
+    Registry(Reference),
+}
+
+impl Target {
+    /// Parses `oci:DIR[:TAG]` or a registry reference.
+    pub fn parse(s: &str) -> Result<Target, BuildError> {
+        match reference::parse_source(s).map_err(BuildError::Usage)? {
+            ImageSource::Layout { dir, tag } => Ok(Target::Layout { dir, tag }),
+            ImageSource::Registry(r) if r.digest.is_some() => Err(BuildError::Usage(format!(
+                "{s}: a target names a tag, not a digest"
+            ))),
+            ImageSource::Registry(r) => Ok(Target::Registry(r)),
+        }
+    }
+}
+
+/// What to build.
+#[derive(Clone, Debug)]
+pub struct BuildOptions {
+    pub sources: Vec<PathBuf>,
+    /// How to pull image SOURCEs and the base.
+    pub image: crate::image::ImageArgs,
+    /// `--base IMAGE`; `None` for the running binary.
+    pub base: Option<String>,
+    /// Platforms to keep from a multi-arch base (all when empty).
+    pub platforms: Vec<Platform>,
+    /// `--label K=V`, applied last.
+    pub labels: Vec<(String, String)>,
+    pub configs_path: String,
+    pub cache_path: String,
+    /// `SOURCE_DATE_EPOCH`: every timestamp in the image; the epoch when `None`.
+    pub source_date_epoch: Option<u64>,
+    pub progress: bool,
+}
+
+/// A built image, in a private OCI layout (removed on drop).
+pub struct Staged {
+    _dir: tempfile::TempDir,
+    /// The image, as its layout holds it.
+    pub image: crate::image::layout::Image,
+    pub platforms: Vec<String>,
+    /// True when the opreg database went in.
+    pub with_cache: bool,
+    /// Why it did not, for the output.
+    pub note: Option<String>,
+    /// What was found reading the catalog.
+    pub warnings: Vec<Diagnostic>,
+}
+
+/// Validates the catalog, then builds the image into a private layout.
+pub fn build(opts: &BuildOptions) -> Result<Staged, BuildError> {
+    let mtime = opts.source_date_epoch.unwrap_or(0);
+    let configs_path = absolute(&opts.configs_path, "--configs-path")?;
+    let cache_path = absolute(&opts.cache_path, "--cache-path")?;
+    let resolved = crate::image::resolve(&opts.sources, &opts.image, opts.progress)
+        .map_err(|e| BuildError::failed(crate::image::one_line(&e)))?;
+    let load = crate::load::LoadOptions {
+        progress: opts.progress,
+        ..Default::default()
+    };
+    let checked = crate::load::check(&resolved, &load, &mut |b, _| b);
+    let catalog = match checked.result {
+        Ok(c) => c.into_inner(),
+        Err(_) => {
+            return Err(BuildError::Invalid {
+                errors: checked.errors,
+                warnings: checked.warnings,
+            })
+        }
+    };
+    let staging = tempfile::Builder::new()
+        .prefix("opreg-image-build-")
+        .tempdir()?;
+    let work = staging.path().join("work");
+    std::fs::create_dir_all(&work)?;
+    let out = LayoutWriter::create(&staging.path().join("layout"))?;
+    let mut base = match &opts.base {
+        Some(b) => base::open(
+            b,
+            &opts.image.connection(),
+            &opts.platforms,
+            opts.image.max_manifest_size,
+        )?,
+        None => base::default_base(&opts.platforms, mtime, &work)?,
+    };
+
+    // The catalog's files, as render writes them.
+    let configs_dir = work.join("configs");
+    write_configs(catalog, &configs_dir)?;
+    let with_cache = base.reads_our_cache();
+    let note = (!with_cache).then(|| {
+        format!(
+            "the base {} is not opreg {} with database schema {}: no pre-built cache goes in, and the image runs `serve {configs_path}` (it builds its cache at start-up)",
+            base.name,
+            env!("CARGO_PKG_VERSION"),
+            crate::store::schema_version()
+        )
+    });
+    let lower = base.images.iter().any(|i| !i.layers.is_empty());
+    let mut configs_layer = LayerBuilder::new(mtime);
+    configs_layer.parents(&configs_path);
+    configs_layer.dir(&configs_path, 0o755, ROOT);
+    if lower {
+        configs_layer.opaque(&configs_path);
+    }
+    configs_layer.tree(&configs_dir, &configs_path, ROOT, 0o755, 0o644)?;
+    let configs_layer = configs_layer.write(&work)?;
+    let mut cache_layer = LayerBuilder::new(mtime);
+    cache_layer.parents(&cache_path);
+    if with_cache {
+        let cache_dir = work.join("cache");
+        let cancel = std::sync::atomic::AtomicBool::new(false);
+        let prepare = crate::serve::cache::Prepare {
+            cache_dir: &cache_dir,
+            enforce: false,
+            image: &Default::default(),
+            render: None,
+            allow_empty: false,
+            cancel: &cancel,
+        };
+        crate::serve::cache::prepare(Some(&configs_dir), &prepare).map_err(|e| {
+            BuildError::failed(format!("cannot build the cache: {}", e.detail()))
+        })?;
+        const CACHE_OWNER: Owner = Owner { uid: 1001, gid: 0 };
+        cache_layer.dir(&cache_path, 0o775, CACHE_OWNER);
+        if lower {
+            cache_layer.opaque(&cache_path);
+        }
+        let db = crate::serve::cache::CACHE_DB;
+        cache_layer.file(
+            &format!("{cache_path}/{db}"),
+            0o644,
+            CACHE_OWNER,
+            &cache_dir.join(db),
+        );
+    } else {
+        cache_layer.whiteout(&cache_path);
+    }
+    let cache_layer = cache_layer.write(&work)?;
+
+    let mut cmd = vec!["serve".to_string(), configs_path.clone()];
+    if with_cache {
+        cmd.push(format!("--cache-dir={cache_path}"));
+    }
+    let mut labels = vec![(CONFIGS_LABEL.to_string(), configs_path.clone())];
+    if let Some(e) = opts.source_date_epoch {
+        labels.push((
+            "org.opencontainers.image.created".into(),
+            config::rfc3339(e),
+        ));
+    }
+    if let Some(d) = &base.digest {
+        // A layout's path names nothing outside this machine (and would make the digest
+        // depend on where the build ran): only a registry base is named.
+        if !base.name.starts_with("oci:") {
+            labels.push((
+                "org.opencontainers.image.base.name".into(),
+                base.name.clone(),
+            ));
+        }
+        labels.push(("org.opencontainers.image.base.digest".into(), d.clone()));
+    }
+    labels.extend(opts.labels.iter().cloned());
+    let settings = config::Settings {
+        labels: &labels,
+        entrypoint: vec!["/bin/opm".into()],
+        cmd,
+        mtime,
+    };
+
+    // Blobs: the base's layers, then ours, then configs and manifests.
+    if let Some(own) = base.own_layer.take() {
+        out.adopt(&own.path, &own.digest)?;
+    }
+    for l in [&configs_layer, &cache_layer] {
+        out.adopt(&l.path, &l.digest)?;
+    }
+    let mut entries = Vec::new();
+    for img in &base.images {
+        let mut layers = Vec::new();
+        for d in &img.layers {
+            if let Some(src) = base.source.as_mut() {
+                out.copy_from(src.as_mut(), &d.digest, d.size as u64)
+                    .map_err(|e| BuildError::failed(format!("base image {}: {e:#}", base.name)))?;
+            }
+            layers.push(config::layer_descriptor(
+                &d.media_type,
+                &d.digest,
+                d.size as u64,
+            ));
+        }
+        for l in [&configs_layer, &cache_layer] {
+            layers.push(config::layer_descriptor(
+                layer::MEDIA_TYPE,
+                &l.digest,
+                l.size,
+            ));
+        }
+        let cfg = config::catalog_config(
+            &img.config,
+            &[(&configs_layer, "catalog"), (&cache_layer, "cache")],
+            &settings,
+        );
+        let cfg_bytes = serde_json::to_vec(&cfg).map_err(anyhow::Error::from)?;
+        let cfg_digest = out.put(&cfg_bytes)?;
+        let m = config::manifest(&cfg_digest, cfg_bytes.len(), &layers);
+        let m_bytes = serde_json::to_vec(&m).map_err(anyhow::Error::from)?;
+        let m_digest = out.put(&m_bytes)?;
+        entries.push((
+            m_digest,
+            m_bytes.len(),
+            config::platform_value(&img.platform),
+        ));
+    }
+    let top = if base.index {
+        let i = serde_json::to_vec(&config::index(&entries)).map_err(anyhow::Error::from)?;
+        let d = out.put(&i)?;
+        Top {
+            media_type: manifest::OCI_INDEX.into(),
+            digest: d,
+            size: i.len() as u64,
+        }
+    } else {
+        let (d, s, _) = &entries[0];
+        Top {
+            media_type: manifest::OCI_MANIFEST.into(),
+            digest: d.clone(),
+            size: *s as u64,
+        }
+    };
+    out.tag(&top, None)?;
+    let _ = std::fs::remove_dir_all(&work);
+    let image = crate::image::layout::read_image(out.dir(), None, opts.image.max_manifest_size)?;
+    Ok(Staged {
+        _dir: staging,
+        image,
+        platforms: base.images.iter().map(|i| i.platform.to_string()).collect(),
+        with_cache,
+        note,
+        warnings: checked.warnings,
+    })
+}
+
+/// An absolute path inside the image, without a trailing slash.
+fn absolute(p: &str, flag: &str) -> Result<String, BuildError> {
+    let c = crate::image::layers::normalize(p.trim_start_matches('/'))
+        .map_err(|why| BuildError::Usage(format!("{flag} {p}: {why}")))?;
+    if c.is_empty() || !p.starts_with('/') {
+        return Err(BuildError::Usage(format!(
+            "{flag} {p}: an absolute path inside the image, such as /configs"
+        )));
+    }
+    Ok(format!("/{}", c.join("/")))
+}
+
+/// Writes the catalog as opm lays out an FBC directory: `PACKAGE/catalog.json` per package,
+/// and the metas that belong to no package in `catalog.json` at the root.
+pub fn write_configs(catalog: crate::model::Catalog, dir: &Path) -> Result<(), BuildError> {
+    use crate::catalog::fbc::{render, RenderFormat};
+    use crate::model::Catalog;
+    std::fs::create_dir_all(dir)?;
+    let mut others = catalog.others;
+    for (name, pkg) in catalog.packages {
+        if name.is_empty() || name.contains('/') || name == "." || name == ".." {
+            return Err(BuildError::failed(format!(
+                "invalid package name {name:?}: must be a single local path element"
+            )));
+        }
+        let (mine, rest): (Vec<_>, Vec<_>) = others.into_iter().partition(|m| m.package == name);
+        others = rest;
+        let one = Catalog {
+            packages: [(name.clone(), pkg)].into_iter().collect(),
+            others: mine,
+        };
+        let pdir = dir.join(&name);
+        std::fs::create_dir_all(&pdir)?;
+        write_file(&pdir.join("catalog.json"), &one, render)?;
+    }
+    if !others.is_empty() {
+        let root = Catalog {
+            packages: Default::default(),
+            others,
+        };
+        write_file(&dir.join("catalog.json"), &root, render)?;
+    }
+    fn write_file(
+        path: &Path,
+        cat: &crate::model::Catalog,
+        render: fn(
+            &crate::model::Catalog,
+            RenderFormat,
+            &mut dyn std::io::Write,
+        ) -> std::io::Result<()>,
+    ) -> Result<(), BuildError> {
+        let mut f = std::io::BufWriter::new(std::fs::File::create(path)?);
+        render(cat, RenderFormat::Json, &mut f)?;
+        std::io::Write::flush(&mut f)?;
+        Ok(())
+    }
+    Ok(())
+}
+
+/// Copies the staged image into every `oci:` target (blobs first, `index.json` last);
+/// returns the targets written.
+pub fn write_layouts(staged: &Staged, targets: &[Target]) -> Result<Vec<String>, BuildError> {
+    let mut written = Vec::new();
+    for t in targets {
+        let Target::Layout { dir, tag } = t else {
+            continue;
+        };
+        crate::image::layout::copy_image(&staged.image, dir, tag.as_deref())
+            .map_err(|e| BuildError::failed(format!("oci:{}: {e:#}", dir.display())))?;
+        written.push(match tag {
+            Some(t) => format!("oci:{}:{t}", dir.display()),
+            None => format!("oci:{}", dir.display()),
+        });
+    }
+    Ok(written)
+}
