@@ -15,27 +15,26 @@
 #                                    one (default: 0f013dc, the last commit before the restructure
 #                                    of issue 12); built once into ~/.cache/opreg-bench/
 #   scripts/bench.sh --step REV      also measure the build of REV against the baseline, in a
-#                                    section of its own (default: 3d8c042, the restructure's own
-#                                    commit, so that what the restructure changed is told apart
-#                                    from what later issues added); --no-step: none
+#                                    section of its own (none by default: say which earlier build's
+#                                    change you want told apart from later ones); --no-step: none
 #   scripts/bench.sh --no-baseline   no side-by-side section
 #   scripts/bench.sh -- ARGS...      pass ARGS to the harness's `run` (e.g. --scales 1,4 --duration 5);
 #                                    see `cargo bench --bench harness -- run --help`
 #
 # The harness is benches/harness (a `cargo bench` target without libtest); it measures opreg in
 # child processes: the binary the Dockerfile ships, built here in Cargo's `dist` profile (the
-# release profile's build for --smoke, which only checks that the harness runs). Sections of the
-# existing report written by hand or by other scripts, between `<!-- NAME:begin -->` and
-# `<!-- NAME:end -->` (missed: the profiles behind missed targets; container: figures from
-# scripts/container-smoke.sh; json-reader), are carried over unchanged. Run it on a quiet
-# machine: the client and the server share the cores, and other load shows up in every figure.
+# release profile's build for --smoke, which only checks that the harness runs). The report is
+# written whole by the harness: nothing of the previous file is carried over, and its "Known
+# gaps" section is read from its own target tables. Profiles and experiments belong in
+# docs/performance.md. Run it on a quiet machine: the client and the server share the cores,
+# and other load shows up in every figure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 smoke=0
 out=""
 baseline=0f013dc
-step=3d8c042
+step=""
 extra=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -94,12 +93,6 @@ fi
 
 cargo bench --bench harness -- "${args[@]}" "${extra[@]}"
 
-# Sections measured by other scripts or by hand are carried over from the previous file.
-for block in missed container json-reader; do
-  if [ -f "$out" ] && grep -q "<!-- $block:begin -->" "$out"; then
-    { echo; awk "/<!-- $block:begin -->/,/<!-- $block:end -->/" "$out"; } >> "$tmp/report.md"
-  fi
-done
 if [ "$smoke" = 1 ] && [ "$out" = "$tmp/BENCHMARKS.smoke.md" ]; then
   cat "$tmp/report.md"
 else
