@@ -182,12 +182,31 @@ async fn run_async(mut o: ServeOptions) -> Result<()> {
         metrics: metrics.clone(),
         build,
     });
+    // The HTTP port, beside gRPC and stopped with it. TLS files are read first: a bad one
+    // stops the start with one line naming it.
+    let beside: Option<crate::server::Beside> = match (http_listener, http_state) {
+        (Some(listener), Some(st)) => {
+            let tls = match &o.tls {
+                Some((cert, key)) => Some(crate::conn::tls::server_config(
+                    cert,
+                    key,
+                    &[b"h2", b"http/1.1"],
+                )?),
+                None => None,
+            };
+            let limits = o.limits;
+            Some(Box::new(move |stop| {
+                Box::pin(crate::http::serve(listener, st, tls, limits, stop))
+            }))
+        }
+        _ => None,
+    };
     let opts = crate::server::Options {
         port: o.port,
         grace: o.grace_period,
         state: Some(state.clone()),
         metrics: Some(metrics),
-        http: http_listener.zip(http_state),
+        beside,
         tls: o.tls.clone(),
         cancel: Some(cancel),
         limits: o.limits,

@@ -84,7 +84,7 @@ pub struct Options {
     /// Metrics and per-call logs of every gRPC call.
     pub metrics: Option<Arc<crate::metrics::Metrics>>,
     /// The HTTP port (catalogd API, health, metrics), stopped together with the gRPC port.
-    pub http: Option<(TcpListener, Arc<crate::http::HttpState>)>,
+    pub beside: Option<Beside>,
     /// `--tls-cert` and `--tls-key`: TLS on both ports.
     pub tls: Option<(std::path::PathBuf, std::path::PathBuf)>,
     /// Raised on a stop signal, so that a catalog build still running stops too.
@@ -92,6 +92,15 @@ pub struct Options {
     /// Timeouts for slow and idle clients and the connection bound, on each port.
     pub limits: crate::conn::Limits,
 }
+
+/// Another port served beside gRPC and stopped with it (the HTTP port): given the future that
+/// resolves when the server stops, the future that serves the port.
+pub type Beside = Box<
+    dyn FnOnce(
+            std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>,
+        ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<()>> + Send>>
+        + Send,
+>;
 
 /// Binds `[::]:port` (all interfaces, IPv4 and IPv6), falling back to `0.0.0.0` where the
 /// host has no IPv6.
@@ -111,16 +120,9 @@ pub async fn serve(
     load: impl FnOnce() -> Result<Store> + Send + 'static,
 ) -> Result<()> {
     // TLS files are read first: a bad one stops the start with one line naming it.
-    let (grpc_tls, http_tls) = match &opts.tls {
-        Some((cert, key)) => (
-            Some(crate::conn::tls::server_config(cert, key, &[b"h2"])?),
-            Some(crate::conn::tls::server_config(
-                cert,
-                key,
-                &[b"h2", b"http/1.1"],
-            )?),
-        ),
-        None => (None, None),
+    let grpc_tls = match &opts.tls {
+        Some((cert, key)) => Some(crate::conn::tls::server_config(cert, key, &[b"h2"])?),
+        None => None,
     };
     let state = opts.state.clone().unwrap_or_default();
     let registry = registry::RegistryService {
@@ -206,16 +208,10 @@ pub async fn serve(
 
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let (http_stop_tx, http_stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let http = opts.http.map(|(listener, st)| {
-        tokio::spawn(crate::http::serve(
-            listener,
-            st,
-            http_tls,
-            opts.limits,
-            async {
-                let _ = http_stop_rx.await;
-            },
-        ))
+    let http = opts.beside.map(|serve| {
+        tokio::spawn(serve(Box::pin(async {
+            let _ = http_stop_rx.await;
+        })))
     });
     let routes = tonic::service::Routes::new(
         crate::served_api::registry_server::RegistryServer::new(registry.clone())

@@ -210,7 +210,7 @@ impl InProcess {
                     grace: Duration::from_secs(1),
                     state: Some(served),
                     metrics: None,
-                    http: None,
+                    beside: None,
                     tls: None,
                     cancel: None,
                     limits: opreg::conn::Limits::default(),
