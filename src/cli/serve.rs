@@ -95,6 +95,10 @@ pub struct Args {
     /// Do not log one line per gRPC call and HTTP request.
     #[arg(long)]
     pub no_call_log: bool,
+    /// Do not serve catalogd's GraphQL endpoint (POST /catalogs/NAME/api/v1/graphql) on the
+    /// HTTP port.
+    #[arg(long)]
+    pub no_graphql: bool,
     #[command(flatten)]
     pub image: crate::image::ImageArgs,
 }
@@ -251,10 +255,9 @@ async fn run_async(mut a: Args) -> Result<()> {
         }
     });
     let http_state = http_listener.as_ref().map(|_| {
-        Arc::new(crate::http::HttpState::new(
-            &a.catalog_name,
-            metrics.clone(),
-        ))
+        let s = crate::http::HttpState::new(&a.catalog_name, metrics.clone());
+        s.graphql.set_enabled(!a.no_graphql);
+        Arc::new(s)
     });
     let addrs = (
         listener.local_addr()?,

@@ -6,6 +6,7 @@
 //! | `mod.rs` | routing, the shared [`HttpState`], gzip, serving with graceful shutdown |
 //! | [`content`] | one version's JSONL file (what `opreg render -o json` writes) and its index |
 //! | [`catalogd`] | the `/api/v1/all` and `/api/v1/metas` handlers with catalogd's semantics |
+//! | [`graphql`] | `/api/v1/graphql`: catalogd's GraphQL query API over the served version |
 //! | [`conn`] | the accept loop of both ports (this one and gRPC's): a task per connection, TLS, graceful shutdown, GOAWAY after a swap |
 //! | [`coalesce`] | a connection's writes gathered while its task runs and sent as one when it yields |
 //! | [`tls`] | `--tls-cert`/`--tls-key`: the rustls configuration, one-line errors naming the file |
@@ -17,6 +18,7 @@ pub mod catalogd;
 mod coalesce;
 pub mod conn;
 pub mod content;
+pub mod graphql;
 pub mod tls;
 
 use crate::metrics::Metrics;
@@ -42,6 +44,8 @@ pub struct HttpState {
     pub name: String,
     content: ArcSwapOption<Content>,
     pub metrics: Arc<Metrics>,
+    /// The GraphQL endpoint (on unless turned off) and the served version's schema.
+    pub graphql: graphql::Graphql,
 }
 
 impl HttpState {
@@ -50,6 +54,7 @@ impl HttpState {
             name: name.to_string(),
             content: ArcSwapOption::empty(),
             metrics,
+            graphql: Default::default(),
         }
     }
     /// The version new requests see.
@@ -81,6 +86,9 @@ pub(crate) fn plain(code: StatusCode, msg: &str) -> Response {
 /// The route label of a path (for metrics and logs): never the raw path, so a client cannot
 /// make up label values.
 pub fn route_of(path: &str) -> &'static str {
+    if graphql::catalog_segment(path).is_some() {
+        return graphql::ROUTE;
+    }
     match split_catalog_path(path) {
         Some((_, catalogd::Endpoint::All)) => "/catalogs/{catalog}/api/v1/all",
         Some((_, catalogd::Endpoint::Metas)) => "/catalogs/{catalog}/api/v1/metas",
@@ -141,6 +149,10 @@ async fn route(state: Arc<HttpState>, req: Request<Body>) -> Response {
         }
         "/metrics" => return state.metrics.render(),
         _ => {}
+    }
+    if let Some(raw) = graphql::catalog_segment(&path).filter(|_| state.graphql.enabled()) {
+        let catalog = decode_segment(raw);
+        return graphql::handler::handle(state.clone(), &catalog, req).await;
     }
     match split_catalog_path(&path) {
         Some((raw, ep)) => {
