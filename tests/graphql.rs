@@ -9,7 +9,7 @@ use common::{free_port, Server};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
-const ICON: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8ICONBYTES";
+const ICON: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8/5+hHgAHggJ/PchI7wAAAABJRU5ErkJggg==";
 
 fn catalog(extra: &str) -> String {
     format!(
