@@ -30,7 +30,7 @@ impl Object {
             .into_iter()
             .filter_map(|(k, v)| {
                 let name = field_name(&k);
-                let keep = wanted.is_none_or(|w| w.iter().any(|x| *x == name));
+                let keep = wanted.is_none_or(|w| w.contains(&name));
                 keep.then(|| (name, v.to_owned()))
             })
             .collect();
@@ -200,7 +200,7 @@ mod tests {
         assert_eq!(go_v(1e6), "1e+06");
         assert_eq!(go_v(123456.0), "123456");
         assert_eq!(go_v(0.00001), "1e-05");
-        assert_eq!(go_v(3.14), "3.14");
+        assert_eq!(go_v(2.75), "2.75");
     }
 
     #[test]
