@@ -102,6 +102,10 @@ pub struct Args {
     /// Do not log one line per gRPC call and HTTP request.
     #[arg(long)]
     pub no_call_log: bool,
+    /// Do not serve catalogd's GraphQL endpoint (POST /catalogs/NAME/api/v1/graphql) on the
+    /// HTTP port.
+    #[arg(long)]
+    pub no_graphql: bool,
     #[command(flatten)]
     pub image: crate::image::ImageArgs,
 }
@@ -160,6 +164,7 @@ impl Args {
             poll_interval: self.poll_interval,
             tls: self.tls_cert.zip(self.tls_key),
             call_log: !self.no_call_log,
+            graphql: !self.no_graphql,
             limits: crate::conn::Limits {
                 request_timeout: self.request_timeout,
                 max_connections: self.max_connections as usize,

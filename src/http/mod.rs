@@ -7,6 +7,7 @@
 //! | [`content`] | one version's JSONL file (what `opreg render -o json` writes) and its index |
 //! | [`encoding`] | gzip and zstd as catalogd's gzhttp negotiates them; a version's precompressed copies |
 //! | [`catalogd`] | the `/api/v1/all` and `/api/v1/metas` handlers with catalogd's semantics |
+//! | [`graphql`] | `/api/v1/graphql`: catalogd's GraphQL query API over the served version |
 //!
 //! Connections are accepted and served by [`crate::conn`], as the gRPC port's are.
 //!
@@ -16,6 +17,7 @@
 pub mod catalogd;
 pub mod content;
 pub mod encoding;
+pub mod graphql;
 
 use crate::conn;
 use crate::metrics::Metrics;
@@ -41,6 +43,8 @@ pub struct HttpState {
     pub name: String,
     content: ArcSwapOption<Content>,
     pub metrics: Arc<Metrics>,
+    /// The GraphQL endpoint (on unless turned off) and the served version's schema.
+    pub graphql: graphql::Graphql,
 }
 
 impl HttpState {
@@ -49,6 +53,7 @@ impl HttpState {
             name: name.to_string(),
             content: ArcSwapOption::empty(),
             metrics,
+            graphql: Default::default(),
         }
     }
     /// The version new requests see.
@@ -80,6 +85,9 @@ pub(crate) fn plain(code: StatusCode, msg: &str) -> Response {
 /// The route label of a path (for metrics and logs): never the raw path, so a client cannot
 /// make up label values.
 pub fn route_of(path: &str) -> &'static str {
+    if graphql::catalog_segment(path).is_some() {
+        return graphql::ROUTE;
+    }
     match split_catalog_path(path) {
         Some((_, catalogd::Endpoint::All)) => "/catalogs/{catalog}/api/v1/all",
         Some((_, catalogd::Endpoint::Metas)) => "/catalogs/{catalog}/api/v1/metas",
@@ -148,6 +156,10 @@ async fn answer(state: Arc<HttpState>, req: Request<Body>) -> Response {
         }
         "/metrics" => return state.metrics.render(),
         _ => {}
+    }
+    if let Some(raw) = graphql::catalog_segment(&path).filter(|_| state.graphql.enabled()) {
+        let catalog = decode_segment(raw);
+        return graphql::handler::handle(state.clone(), &catalog, req).await;
     }
     match split_catalog_path(&path) {
         Some((raw, ep)) => {

@@ -49,6 +49,8 @@ pub struct ServeOptions {
     pub tls: Option<(PathBuf, PathBuf)>,
     /// One log line per call.
     pub call_log: bool,
+    /// catalogd's GraphQL endpoint on the HTTP port.
+    pub graphql: bool,
     /// Timeouts for slow clients and the connection bound, on each port.
     pub limits: crate::conn::Limits,
     pub image: crate::image::ImageArgs,
@@ -155,10 +157,9 @@ async fn run_async(mut o: ServeOptions) -> Result<()> {
         }
     });
     let http_state = http_listener.as_ref().map(|_| {
-        Arc::new(crate::http::HttpState::new(
-            &o.catalog_name,
-            metrics.clone(),
-        ))
+        let s = crate::http::HttpState::new(&o.catalog_name, metrics.clone());
+        s.graphql.set_enabled(o.graphql);
+        Arc::new(s)
     });
     let addrs = (
         listener.local_addr()?,
