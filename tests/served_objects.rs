@@ -4,6 +4,8 @@
 //! input unchanged. A YAML object is converted to JSON (sorted keys, Go's HTML escapes).
 //! The server runs in this process on a free port; the client is tonic's.
 
+#![allow(deprecated)] // GetBundleForChannel is deprecated in the proto, and still used by OLM.
+
 mod common;
 
 use base64::Engine;
