@@ -290,7 +290,10 @@ fn usage_and_unreadable_sources() {
     ]);
     assert_eq!(code, 2);
     let (code, _, err) = opreg(&["diff", old.to_str().unwrap(), "/nonexistent/new"]);
-    assert_eq!(code, 1, "{err}");
+    assert_eq!(
+        code, 3,
+        "an unreadable SOURCE is not a stranded version: {err}"
+    );
     assert!(
         err.contains("/nonexistent/new") && !err.contains("panicked"),
         "{err}"

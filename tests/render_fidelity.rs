@@ -176,35 +176,59 @@ spec:
     let b = &docs[0];
     assert_eq!(b["schema"], "olm.bundle");
     let props = b["properties"].as_array().unwrap();
-    let packages: Vec<_> = props.iter().filter(|p| p["type"] == "olm.package").collect();
+    let packages: Vec<_> = props
+        .iter()
+        .filter(|p| p["type"] == "olm.package")
+        .collect();
     assert_eq!(packages.len(), 1, "{out}");
     assert_eq!(packages[0]["value"]["version"], "0.9.5");
     let types: Vec<&str> = props.iter().map(|p| p["type"].as_str().unwrap()).collect();
-    let first_object = types.iter().position(|t| *t == "olm.bundle.object").unwrap();
-    assert!(types[first_object..].iter().all(|t| *t == "olm.bundle.object"), "{types:?}");
+    let first_object = types
+        .iter()
+        .position(|t| *t == "olm.bundle.object")
+        .unwrap();
+    assert!(
+        types[first_object..]
+            .iter()
+            .all(|t| *t == "olm.bundle.object"),
+        "{types:?}"
+    );
     let objects: Vec<String> = props
         .iter()
         .filter(|p| p["type"] == "olm.bundle.object")
         .map(|p| {
             use base64::Engine;
             let data = p["value"]["data"].as_str().unwrap();
-            String::from_utf8(base64::engine::general_purpose::STANDARD.decode(data).unwrap())
-                .unwrap()
+            String::from_utf8(
+                base64::engine::general_purpose::STANDARD
+                    .decode(data)
+                    .unwrap(),
+            )
+            .unwrap()
         })
         .collect();
     assert!(
-        objects.iter().any(|o| o.contains(r#"{"maximum":9007199254740993,"type":"integer"}"#)),
+        objects
+            .iter()
+            .any(|o| o.contains(r#"{"maximum":9007199254740993,"type":"integer"}"#)),
         "{objects:?}"
     );
     assert!(
-        objects.iter().any(|o| o.contains(r#""\u003cb\u003eetcd\u003c/b\u003e \u0026 more""#)),
+        objects
+            .iter()
+            .any(|o| o.contains(r#""\u003cb\u003eetcd\u003c/b\u003e \u0026 more""#)),
         "{objects:?}"
     );
     let related: Vec<(String, String)> = b["relatedImages"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|r| (r["name"].as_str().unwrap().into(), r["image"].as_str().unwrap().into()))
+        .map(|r| {
+            (
+                r["name"].as_str().unwrap().into(),
+                r["image"].as_str().unwrap().into(),
+            )
+        })
         .collect();
     let pair = |n: &str, i: &str| (n.to_string(), i.to_string());
     assert_eq!(
@@ -227,7 +251,10 @@ spec:
         "quay.io/x/{{.Package}}:v{{.Version}}",
     ]);
     assert_eq!(code, 0, "{err}");
-    assert!(yaml.starts_with("---\nimage: quay.io/x/etcd:v0.9.5\nname: etcd.v0.9.4\n"), "{yaml}");
+    assert!(
+        yaml.starts_with("---\nimage: quay.io/x/etcd:v0.9.5\nname: etcd.v0.9.4\n"),
+        "{yaml}"
+    );
     assert!(yaml.contains("type: olm.csv.metadata"), "{yaml}");
     assert!(!yaml.contains("olm.bundle.object"), "{yaml}");
 }

@@ -74,7 +74,9 @@ fn render(cmd: clap::Command) -> std::io::Result<Vec<u8>> {
 
 /// Every page into `dir`.
 fn write_all(dir: &std::path::Path) -> i32 {
-    let root = super::Cli::command();
+    let mut root = super::Cli::command();
+    // Built, so that clap's own `help` subcommand, which opreg(1) names too, is listed.
+    root.build();
     let names: Vec<String> = root
         .get_subcommands()
         .filter(|c| !c.is_hide_set())

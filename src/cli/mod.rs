@@ -262,13 +262,8 @@ pub fn dispatch(cli: Cli) -> i32 {
 
 pub fn init_logging(format: LogFormat, debug: bool) {
     use tracing_subscriber::EnvFilter;
-    let mut filter = EnvFilter::try_from_env("OPREG_LOG").unwrap_or_else(|_| {
-        EnvFilter::new(if debug {
-            "opreg=debug,info"
-        } else {
-            "info"
-        })
-    });
+    let mut filter = EnvFilter::try_from_env("OPREG_LOG")
+        .unwrap_or_else(|_| EnvFilter::new(if debug { "opreg=debug,info" } else { "info" }));
     // The registry client's HTTP stack dumps headers and bodies at debug and trace level
     // (Authorization headers, token answers): capped whatever OPREG_LOG asks, so no level of
     // logging ever shows a credential.

@@ -26,8 +26,6 @@ pub fn run_opm_compat(args: &[std::ffi::OsString]) -> i32 {
             /// More SOURCEs: refused, as opm takes exactly one.
             #[arg(hide = true, value_name = "EXTRA")]
             extra: Vec<PathBuf>,
-            #[arg(long, hide = true)]
-            pprof_capture_profiles: bool,
         },
         #[command(external_subcommand)]
         Other(Vec<OsString>),

@@ -176,21 +176,32 @@ impl Args {
 
 pub fn run(a: Args) -> i32 {
     if let Some(addr) = &a.pprof_addr {
-        super::output::warning(format_args!(
-            "--pprof-addr {addr} is ignored: opreg has no profiling endpoint"
-        ));
+        tracing::warn!(pprof_addr = %addr, "--pprof-addr is ignored: opreg has no profiling endpoint");
     }
     if a.pprof_capture_profiles {
-        super::output::warning(
-            "--pprof-capture-profiles is ignored: opreg has no profiling endpoint",
-        );
+        tracing::warn!("--pprof-capture-profiles is ignored: opreg has no profiling endpoint");
     }
     let termination_log = a.termination_log.clone();
     match crate::serve::run(a.options()) {
         Ok(()) => super::EXIT_OK,
         Err(e) => {
             write_termination_log(&termination_log, &e);
-            super::fail(e)
+            match e {
+                // As the server has always said it: every diagnostic, then (for more than one)
+                // an error line with the count.
+                Error::Invalid { errors, warnings } => {
+                    warnings.iter().for_each(super::output::diagnostic);
+                    errors.iter().for_each(super::output::diagnostic);
+                    if errors.len() > 1 {
+                        super::output::error(format_args!(
+                            "{} error(s): the catalog is invalid",
+                            errors.len()
+                        ));
+                    }
+                    super::EXIT_FAILURE
+                }
+                other => super::fail(other),
+            }
         }
     }
 }

@@ -15,10 +15,10 @@ pub mod base;
 pub mod config;
 pub mod layer;
 
+use crate::diag::Diagnostic;
 use crate::image::layout::{LayoutWriter, Top};
 use crate::image::manifest::{self, Platform};
 use crate::image::reference::{self, ImageSource, Reference};
-use crate::diag::Diagnostic;
 use layer::{LayerBuilder, Owner, ROOT};
 use std::path::{Path, PathBuf};
 
@@ -178,9 +178,8 @@ pub fn build(opts: &BuildOptions) -> Result<Staged, BuildError> {
             allow_empty: false,
             cancel: &cancel,
         };
-        crate::serve::cache::prepare(Some(&configs_dir), &prepare).map_err(|e| {
-            BuildError::failed(format!("cannot build the cache: {}", e.detail()))
-        })?;
+        crate::serve::cache::prepare(Some(&configs_dir), &prepare)
+            .map_err(|e| BuildError::failed(format!("cannot build the cache: {}", e.detail())))?;
         const CACHE_OWNER: Owner = Owner { uid: 1001, gid: 0 };
         cache_layer.dir(&cache_path, 0o775, CACHE_OWNER);
         if lower {
