@@ -98,7 +98,6 @@ pub fn build(
             light
         };
         let checked = crate::load::check(resolved, &load, &mut sink);
-        drop(sink);
         // The last sender: the writer finishes once it is gone.
         drop(tx);
         let written = writer

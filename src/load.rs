@@ -118,9 +118,10 @@ pub fn valid(images: &Resolved, opts: &LoadOptions, sink: &mut BundleSink<'_>) -
     }
 }
 
-/// Pulls and loads SOURCEs into a valid catalog (empty catalogs accepted), warnings returned.
-pub fn sources(sources: &[PathBuf], image: &ImageArgs) -> Result<Loaded> {
-    let resolved = resolve(sources, image, false)?;
+/// Pulls (drawing download bars when `progress`) and loads SOURCEs into a valid catalog (empty
+/// catalogs accepted), warnings returned.
+pub fn sources(sources: &[PathBuf], image: &ImageArgs, progress: bool) -> Result<Loaded> {
+    let resolved = resolve(sources, image, progress)?;
     valid(
         &resolved,
         &LoadOptions {
@@ -173,8 +174,8 @@ pub enum Opened {
     Catalog(Loaded),
 }
 
-/// Opens SOURCE as [`Opened`].
-pub fn open(source: &Path, image: &ImageArgs) -> Result<Opened> {
+/// Opens SOURCE as [`Opened`] (drawing download bars when `progress`).
+pub fn open(source: &Path, image: &ImageArgs, progress: bool) -> Result<Opened> {
     if matches!(
         crate::source::detect(source),
         Ok(crate::source::SourceKind::OpregDb)
@@ -184,6 +185,7 @@ pub fn open(source: &Path, image: &ImageArgs) -> Result<Opened> {
     Ok(Opened::Catalog(sources(
         std::slice::from_ref(&source.to_path_buf()),
         image,
+        progress,
     )?))
 }
 

@@ -1,6 +1,7 @@
 //! Small text helpers shared by every message opreg prints or sends: Go's `%q` quoting (the
-//! range grammars reproduce Go libraries' error texts) and eliding the middle of long strings
-//! (a catalog can hold a 50 MB name; a diagnostic or a gRPC status quoting it stays readable).
+//! range grammars reproduce Go libraries' error texts), eliding the middle of long strings
+//! (a catalog can hold a 50 MB name; a diagnostic or a gRPC status quoting it stays readable),
+//! "did you mean" suggestions, RFC 3339 dates and Go's shortest float format.
 
 use std::borrow::Cow;
 
@@ -78,8 +79,14 @@ pub fn nearest<'a>(
         .into_iter()
         .filter(|c| *c != name)
         .filter_map(|c| {
+            let (n, m) = (name.chars().count(), c.chars().count());
+            let limit = (n.max(m) / 3).max(2);
+            // The distance is at least the difference in length: a name far longer than any
+            // candidate (a hostile megabyte) costs nothing instead of n * m steps.
+            if n.abs_diff(m) > limit {
+                return None;
+            }
             let d = edit_distance(name, c);
-            let limit = (name.chars().count().max(c.chars().count()) / 3).max(2);
             (d <= limit).then_some((d, c))
         })
         .collect();
@@ -96,6 +103,43 @@ pub fn did_you_mean(near: &[&str]) -> String {
             let quoted: Vec<String> = more.iter().map(|c| format!("{c:?}")).collect();
             format!("; did you mean one of {}?", quoted.join(", "))
         }
+    }
+}
+
+/// `seconds` since the epoch as RFC 3339 (UTC, whole seconds).
+pub fn rfc3339(seconds: u64) -> String {
+    let days = (seconds / 86_400) as i64;
+    let rem = seconds % 86_400;
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// A finite float64 as Go prints it with `%v` (`strconv.FormatFloat(f, 'g', -1, 64)`): the
+/// shortest digits, in exponent form (`1e+06`, `1e-05`) when the exponent is below -4 or at
+/// least 6. Zero and non-finite values are the caller's to name (Go libraries differ).
+pub fn go_shortest(f: f64) -> String {
+    let e = format!("{f:e}");
+    let (mant, exp) = e.split_once('e').unwrap_or((&e, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    if !(-4..6).contains(&exp) {
+        let sign = if exp < 0 { '-' } else { '+' };
+        format!("{mant}e{sign}{:02}", exp.abs())
+    } else {
+        format!("{f}")
     }
 }
 
@@ -129,5 +173,12 @@ mod tests {
         let e = elide(&s, 21, 5);
         assert!(e.starts_with("éééééééé…[") && e.ends_with("]…éé"), "{e}");
         assert!(e.contains("bytes elided"));
+    }
+
+    #[test]
+    fn dates() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339(1_700_000_000), "2023-11-14T22:13:20Z");
+        assert_eq!(rfc3339(951_825_600), "2000-02-29T12:00:00Z");
     }
 }

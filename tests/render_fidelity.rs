@@ -69,6 +69,10 @@ fn corpus_files(with_hand_written: bool) -> Vec<std::path::PathBuf> {
     for repo in std::fs::read_dir(&root).unwrap() {
         for pkg in std::fs::read_dir(repo.unwrap().path()).unwrap() {
             let p = pkg.unwrap().path();
+            // Each repository's `.source-commit` file sits beside its package directories.
+            if !p.is_dir() {
+                continue;
+            }
             // Written by hand, not by opm (see the corpus README).
             if !with_hand_written && p.ends_with("certified-operators-v4.22/linstor-operator") {
                 continue;

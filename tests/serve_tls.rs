@@ -166,9 +166,10 @@ fn tls_on_both_ports_with_grpcurl_and_curl() {
     ]);
     assert_eq!((code, out.trim()), (0, "status: SERVING"), "{err}");
 
-    // /api/v1/all with the CA, over HTTP/1.1 and HTTP/2; the same bytes as render.
+    // /api/v1/all with the CA, over HTTP/1.1 and HTTP/2; render's objects, one per line.
     let (code, rendered, err) = opreg(&["render", src.to_str().unwrap(), "-o", "json"]);
     assert_eq!(code, 0, "{err}");
+    let rendered = common::json_lines(&rendered);
     let url = format!("https://127.0.0.1:{http}/catalogs/catalog/api/v1/all");
     for version in ["--http1.1", "--http2"] {
         let (code, body, err) = curl(&["--cacert", ca, version, "-w", "\n%{http_version}", &url]);

@@ -198,7 +198,7 @@ fn example_a_seed() {
         &[&fx(A)],
         &["-p", "example", "--from", A1, "--semantics", "v1"],
     );
-    assert_eq!(v["installed"]["in_catalog"], false);
+    assert_eq!(v["installed"]["inCatalog"], false);
     // At the end of the v1 path (3.0.0) nothing upgrades further: 2.0.0 is no successor.
     assert_eq!(
         rejected(&v),
@@ -485,8 +485,8 @@ fn deprecation_dependencies_and_openshift() {
             .iter()
             .map(|s| {
                 (
-                    s["max_openshift_version"].as_str().unwrap().to_string(),
-                    s["blocks_openshift_upgrade"].as_bool().unwrap(),
+                    s["maxOpenshiftVersion"].as_str().unwrap().to_string(),
+                    s["blocksOpenshiftUpgrade"].as_bool().unwrap(),
                 )
             })
             .collect()
@@ -501,7 +501,7 @@ fn deprecation_dependencies_and_openshift() {
     );
     let v = json(&[&ex], &["-p", "ocp", "--from", "1.0.0"]);
     assert_eq!(
-        v["path"][0]["blocks_openshift_upgrade"], false,
+        v["path"][0]["blocksOpenshiftUpgrade"], false,
         "no cluster, no marks"
     );
     let (code, out, _) = opreg(&[
@@ -595,12 +595,12 @@ fn exit_codes() {
             "b"
         ])
         .0,
-        1,
+        2,
         "classic takes one channel"
     );
     assert_eq!(
         run(&[&a, "-p", "example", "--from", A1, "--version", "1.x"]).0,
-        1,
+        2,
         "range with classic"
     );
     assert_eq!(

@@ -37,6 +37,7 @@ mod load;
 mod measure;
 mod memload;
 mod olm_rows;
+mod peaks;
 mod procs;
 mod report;
 mod synth;
@@ -555,6 +556,12 @@ fn run(mut a: RunArgs) {
             eprintln!("harness: HTTP API not measured: {e}");
         }
         http::section(&mut report, &primary.name, &row);
+        eprintln!("harness: == {}: build peaks ==", primary.name);
+        let peaks = peaks::measure(&bin, &primary.path, &work, if a.smoke { 1 } else { 3 });
+        if let Err(e) = &peaks {
+            eprintln!("harness: build peaks not measured: {e}");
+        }
+        peaks::section(&mut report, &primary.name, &peaks);
     }
     // Issue 17's rows: OLM fan-out and memory under load on the primary catalog, and growth.
     let primary = inputs.iter().find(|i| i.primary);

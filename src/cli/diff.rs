@@ -51,12 +51,13 @@ pub fn run(a: Args) -> i32 {
         SemanticsArg::Classic => Semantics::Classic,
         SemanticsArg::V1 => Semantics::V1,
     };
-    let loaded = crate::load::sources(std::slice::from_ref(&a.old), &a.image).and_then(|o| {
-        Ok((
-            o,
-            crate::load::sources(std::slice::from_ref(&a.new), &a.image)?,
-        ))
-    });
+    let loaded =
+        crate::load::sources(std::slice::from_ref(&a.old), &a.image, false).and_then(|o| {
+            Ok((
+                o,
+                crate::load::sources(std::slice::from_ref(&a.new), &a.image, false)?,
+            ))
+        });
     let (old, new) = match loaded {
         Ok(both) => both,
         Err(e) => {

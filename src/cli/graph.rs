@@ -34,7 +34,7 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> i32 {
-    let loaded = match crate::load::sources(&a.sources, &a.image) {
+    let loaded = match crate::load::sources(&a.sources, &a.image, false) {
         Ok(l) => l,
         Err(e) => return super::fail(e),
     };

@@ -2,7 +2,8 @@
 //! [`crate::imagebuild`]'s and [`crate::image::push`]'s.
 
 use super::output;
-use crate::imagebuild::{self as build, BuildError, BuildOptions, Target};
+use crate::error::Error;
+use crate::imagebuild::{self as build, BuildOptions, Target};
 use std::path::PathBuf;
 
 #[derive(clap::Args, Debug)]
@@ -105,30 +106,18 @@ pub fn run(a: Args) -> i32 {
     }
 }
 
-fn fail(e: BuildError) -> i32 {
-    match e {
-        BuildError::Invalid { errors, warnings } => {
-            warnings.iter().for_each(output::diagnostic);
-            errors.iter().for_each(output::diagnostic);
-            output::status(format_args!(
-                "{} error(s): the catalog is invalid; nothing was built",
-                errors.len()
-            ));
-            super::EXIT_FAILURE
-        }
-        BuildError::Usage(m) => {
-            output::error(m);
-            super::EXIT_USAGE
-        }
-        BuildError::Failed(e) => {
-            output::error(crate::image::one_line(&e));
-            super::EXIT_FAILURE
-        }
+/// As every command fails, with a last line saying that no image was written.
+fn fail(e: Error) -> i32 {
+    let invalid = matches!(e, Error::Invalid { .. });
+    let code = super::fail(e);
+    if invalid {
+        output::status("nothing was built");
     }
+    code
 }
 
 fn run_build(a: BuildArgs) -> i32 {
-    let parsed = (|| -> Result<_, BuildError> {
+    let parsed = (|| -> Result<_, Error> {
         let targets = a
             .tags
             .iter()
@@ -137,7 +126,7 @@ fn run_build(a: BuildArgs) -> i32 {
         let platforms = a
             .platforms
             .iter()
-            .map(|p| crate::image::manifest::parse_platform(p).map_err(BuildError::Usage))
+            .map(|p| crate::image::manifest::parse_platform(p).map_err(Error::Usage))
             .collect::<Result<Vec<_>, _>>()?;
         let labels = a
             .labels
@@ -145,7 +134,7 @@ fn run_build(a: BuildArgs) -> i32 {
             .map(|l| {
                 l.split_once('=')
                     .map(|(k, v)| (k.to_string(), v.to_string()))
-                    .ok_or_else(|| BuildError::Usage(format!("--label {l}: expected KEY=VALUE")))
+                    .ok_or_else(|| Error::Usage(format!("--label {l}: expected KEY=VALUE")))
             })
             .collect::<Result<Vec<_>, _>>()?;
         Ok((targets, platforms, labels))

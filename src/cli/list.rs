@@ -164,7 +164,7 @@ fn rows(kind: Kind, t: &Target) -> crate::error::Result<Rows> {
             crate::text::did_you_mean(&near)
         ))
     };
-    match crate::load::open(&t.source, &t.image)? {
+    match crate::load::open(&t.source, &t.image, false)? {
         Opened::Store(store) => {
             if let Some(p) = pkg {
                 if !store.has_package(p)? {

@@ -30,7 +30,7 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> i32 {
-    let resolved = match crate::load::resolve(&a.sources, &a.image, false) {
+    let resolved = match crate::load::resolve(&a.sources, &a.image, super::show_progress(false)) {
         Ok(r) => r,
         Err(e) => return super::fail(e),
     };

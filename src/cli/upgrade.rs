@@ -103,13 +103,13 @@ fn answer(a: &Args) -> crate::error::Result<(Resolution, Option<String>)> {
     // a damaged page when it reads one; a check of every page first (a server's start-up
     // check) took three quarters of the time on the community catalog.
     if let [one] = a.sources.as_slice() {
-        return match crate::load::open(one, &a.image)? {
+        return match crate::load::open(one, &a.image, false)? {
             crate::load::Opened::Store(store) => ask(&store),
             crate::load::Opened::Catalog(loaded) => ask(&*loaded.catalog),
         }
         .map_err(resolve_error);
     }
-    let loaded = crate::load::sources(&a.sources, &a.image)?;
+    let loaded = crate::load::sources(&a.sources, &a.image, false)?;
     ask(&*loaded.catalog).map_err(resolve_error)
 }
 

@@ -84,7 +84,7 @@ impl<'a> From<&'a Diagnostic> for Record<'a> {
 
 pub fn run(a: Args) -> i32 {
     let text = a.output == Format::Text;
-    let progress = text && super::show_progress(a.quiet);
+    let progress = super::show_progress(a.quiet);
     let stdin = crate::load::with_stdin(&a.sources);
     let resolved = stdin
         .as_ref()
@@ -94,8 +94,9 @@ pub fn run(a: Args) -> i32 {
         Ok(r) => r,
         Err(e) => return super::fail(e),
     };
+    // Downloads draw their bars whatever the format; the checking spinner only beside text.
     let opts = crate::load::LoadOptions {
-        progress,
+        progress: text && progress,
         allow_empty: a.allow_empty,
         ..Default::default()
     };

@@ -4,7 +4,7 @@
 //! which no image built here carries).
 
 use super::layer::{Layer, LayerBuilder, Owner, ROOT};
-use super::BuildError;
+use crate::error::Error;
 use crate::image::manifest::{self, Descriptor, Manifest, Platform};
 use crate::image::reference::{self, ImageSource};
 use crate::image::registry::{self, BlobSource};
@@ -65,10 +65,10 @@ pub fn open(
     conn: &registry::Connection,
     platforms: &[Platform],
     max_manifest: u64,
-) -> Result<Base, BuildError> {
-    let fail = |e: anyhow::Error| BuildError::failed(format!("base image {given}: {e:#}"));
-    let source = reference::parse_source(given)
-        .map_err(|e| BuildError::Usage(format!("--base {given}: {e}")))?;
+) -> Result<Base, Error> {
+    let fail = |e: anyhow::Error| Error::failed(format!("base image {given}: {e:#}"));
+    let source =
+        reference::parse_source(given).map_err(|e| Error::Usage(format!("--base {given}: {e}")))?;
     let (mut src, top_ref): (Box<dyn BlobSource>, String) = match &source {
         ImageSource::Registry(r) => (
             Box::new(registry::Registry::new(r, conn)),
@@ -209,23 +209,17 @@ const USER: Owner = Owner { uid: 1001, gid: 0 };
 /// The running binary as a base: `/bin/opreg`, linked as `/bin/opm` and
 /// `/bin/grpc_health_probe`, a passwd with the non-root user, `/tmp` 1777. Refused for a
 /// dynamically linked binary.
-pub fn default_base(
-    platforms: &[Platform],
-    mtime: u64,
-    staging: &Path,
-) -> Result<Base, BuildError> {
+pub fn default_base(platforms: &[Platform], mtime: u64, staging: &Path) -> Result<Base, Error> {
     let host = manifest::host_platform();
     if let Some(p) = platforms.iter().find(|p| !same_platform(p, &host)) {
-        return Err(BuildError::Usage(format!(
+        return Err(Error::Usage(format!(
             "--platform {p}: the default base is this opreg binary, which is {host}; give --base for other platforms"
         )));
     }
     let exe = std::env::current_exe()
-        .map_err(|e| BuildError::failed(format!("cannot find the running binary: {e}")))?;
-    if !is_static(&exe)
-        .map_err(|e| BuildError::failed(format!("cannot read {}: {e}", exe.display())))?
-    {
-        return Err(BuildError::Usage(format!(
+        .map_err(|e| Error::failed(format!("cannot find the running binary: {e}")))?;
+    if !is_static(&exe).map_err(|e| Error::failed(format!("cannot read {}: {e}", exe.display())))? {
+        return Err(Error::Usage(format!(
             "{} is dynamically linked, so it cannot be the catalog image's server by itself: give --base IMAGE (an opreg or opm image), or use the static binary of the container build",
             exe.display()
         )));
@@ -252,7 +246,7 @@ pub fn default_base(
     b.dir("tmp", 0o1777, ROOT);
     let layer = b
         .write(staging)
-        .map_err(|e| BuildError::failed(format!("cannot write the base layer: {e}")))?;
+        .map_err(|e| Error::failed(format!("cannot write the base layer: {e}")))?;
     let mut config = json!({
         "architecture": host.architecture,
         "os": host.os,
@@ -268,9 +262,9 @@ pub fn default_base(
             },
         },
         "rootfs": {"type": "layers", "diff_ids": [layer.diff_id]},
-        "history": [{"created": super::config::rfc3339(mtime), "created_by": "opreg image build: the opreg binary"}],
+        "history": [{"created": crate::text::rfc3339(mtime), "created_by": "opreg image build: the opreg binary"}],
     });
-    config["created"] = super::config::rfc3339(mtime).into();
+    config["created"] = crate::text::rfc3339(mtime).into();
     let desc = Descriptor {
         media_type: super::layer::MEDIA_TYPE.into(),
         digest: layer.digest.clone(),

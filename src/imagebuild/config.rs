@@ -8,28 +8,6 @@ use serde_json::{json, Map, Value};
 
 pub const CONFIG_MEDIA_TYPE: &str = "application/vnd.oci.image.config.v1+json";
 
-/// `seconds` since the epoch as RFC 3339 (UTC, whole seconds).
-pub fn rfc3339(seconds: u64) -> String {
-    let days = (seconds / 86_400) as i64;
-    let rem = seconds % 86_400;
-    // Howard Hinnant's civil_from_days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
-}
-
 /// What goes into every platform's config.
 pub struct Settings<'a> {
     pub labels: &'a [(String, String)],
@@ -44,7 +22,7 @@ pub fn catalog_config(base: &Value, layers: &[(&Layer, &str)], s: &Settings<'_>)
     if !c.is_object() {
         c = json!({});
     }
-    let created = rfc3339(s.mtime);
+    let created = crate::text::rfc3339(s.mtime);
     c["created"] = created.clone().into();
     if !c.get("config").is_some_and(Value::is_object) {
         c["config"] = json!({});
@@ -126,14 +104,4 @@ pub fn platform_value(p: &crate::image::manifest::Platform) -> Value {
         m.insert("variant".into(), v.clone().into());
     }
     Value::Object(m)
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn dates() {
-        assert_eq!(super::rfc3339(0), "1970-01-01T00:00:00Z");
-        assert_eq!(super::rfc3339(1_700_000_000), "2023-11-14T22:13:20Z");
-        assert_eq!(super::rfc3339(951_825_600), "2000-02-29T12:00:00Z");
-    }
 }

@@ -16,6 +16,7 @@ pub mod config;
 pub mod layer;
 
 use crate::diag::Diagnostic;
+use crate::error::Error;
 use crate::image::layout::{LayoutWriter, Top};
 use crate::image::manifest::{self, Platform};
 use crate::image::reference::{self, ImageSource, Reference};
@@ -24,35 +25,6 @@ use std::path::{Path, PathBuf};
 
 /// The label naming the FBC directory of a catalog image.
 pub const CONFIGS_LABEL: &str = crate::image::kind::CONFIGS_LABEL;
-
-/// Why a build failed.
-#[derive(Debug, thiserror::Error)]
-pub enum BuildError {
-    /// The catalog is invalid; nothing was built. `errors` is never empty.
-    #[error("{} error(s): the catalog is invalid", errors.len())]
-    Invalid {
-        errors: Vec<Diagnostic>,
-        warnings: Vec<Diagnostic>,
-    },
-    /// Options that cannot work together.
-    #[error("{0}")]
-    Usage(String),
-    /// Reading the base, writing layers, a registry.
-    #[error(transparent)]
-    Failed(#[from] anyhow::Error),
-}
-
-impl BuildError {
-    pub fn failed(msg: impl std::fmt::Display) -> BuildError {
-        BuildError::Failed(anyhow::anyhow!("{msg}"))
-    }
-}
-
-impl From<std::io::Error> for BuildError {
-    fn from(e: std::io::Error) -> Self {
-        BuildError::Failed(e.into())
-    }
-}
 
 /// Where an image goes.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -63,10 +35,10 @@ pub enum Target {
 
 impl Target {
     /// Parses `oci:DIR[:TAG]` or a registry reference.
-    pub fn parse(s: &str) -> Result<Target, BuildError> {
-        match reference::parse_source(s).map_err(BuildError::Usage)? {
+    pub fn parse(s: &str) -> Result<Target, Error> {
+        match reference::parse_source(s).map_err(Error::Usage)? {
             ImageSource::Layout { dir, tag } => Ok(Target::Layout { dir, tag }),
-            ImageSource::Registry(r) if r.digest.is_some() => Err(BuildError::Usage(format!(
+            ImageSource::Registry(r) if r.digest.is_some() => Err(Error::Usage(format!(
                 "{s}: a target names a tag, not a digest"
             ))),
             ImageSource::Registry(r) => Ok(Target::Registry(r)),
@@ -108,12 +80,12 @@ pub struct Staged {
 }
 
 /// Validates the catalog, then builds the image into a private layout.
-pub fn build(opts: &BuildOptions) -> Result<Staged, BuildError> {
+pub fn build(opts: &BuildOptions) -> Result<Staged, Error> {
     let mtime = opts.source_date_epoch.unwrap_or(0);
     let configs_path = absolute(&opts.configs_path, "--configs-path")?;
     let cache_path = absolute(&opts.cache_path, "--cache-path")?;
     let resolved = crate::image::resolve(&opts.sources, &opts.image, opts.progress)
-        .map_err(|e| BuildError::failed(crate::image::one_line(&e)))?;
+        .map_err(|e| Error::failed(crate::image::one_line(&e)))?;
     let load = crate::load::LoadOptions {
         progress: opts.progress,
         ..Default::default()
@@ -122,7 +94,7 @@ pub fn build(opts: &BuildOptions) -> Result<Staged, BuildError> {
     let catalog = match checked.result {
         Ok(c) => c.into_inner(),
         Err(_) => {
-            return Err(BuildError::Invalid {
+            return Err(Error::Invalid {
                 errors: checked.errors,
                 warnings: checked.warnings,
             })
@@ -179,7 +151,7 @@ pub fn build(opts: &BuildOptions) -> Result<Staged, BuildError> {
             cancel: &cancel,
         };
         crate::serve::cache::prepare(Some(&configs_dir), &prepare)
-            .map_err(|e| BuildError::failed(format!("cannot build the cache: {}", e.detail())))?;
+            .map_err(|e| Error::failed(format!("cannot build the cache: {}", e.detail())))?;
         const CACHE_OWNER: Owner = Owner { uid: 1001, gid: 0 };
         cache_layer.dir(&cache_path, 0o775, CACHE_OWNER);
         if lower {
@@ -205,7 +177,7 @@ pub fn build(opts: &BuildOptions) -> Result<Staged, BuildError> {
     if let Some(e) = opts.source_date_epoch {
         labels.push((
             "org.opencontainers.image.created".into(),
-            config::rfc3339(e),
+            crate::text::rfc3339(e),
         ));
     }
     if let Some(d) = &base.digest {
@@ -240,7 +212,7 @@ pub fn build(opts: &BuildOptions) -> Result<Staged, BuildError> {
         for d in &img.layers {
             if let Some(src) = base.source.as_mut() {
                 out.copy_from(src.as_mut(), &d.digest, d.size as u64)
-                    .map_err(|e| BuildError::failed(format!("base image {}: {e:#}", base.name)))?;
+                    .map_err(|e| Error::failed(format!("base image {}: {e:#}", base.name)))?;
             }
             layers.push(config::layer_descriptor(
                 &d.media_type,
@@ -301,11 +273,11 @@ pub fn build(opts: &BuildOptions) -> Result<Staged, BuildError> {
 }
 
 /// An absolute path inside the image, without a trailing slash.
-fn absolute(p: &str, flag: &str) -> Result<String, BuildError> {
+fn absolute(p: &str, flag: &str) -> Result<String, Error> {
     let c = crate::image::layers::normalize(p.trim_start_matches('/'))
-        .map_err(|why| BuildError::Usage(format!("{flag} {p}: {why}")))?;
+        .map_err(|why| Error::Usage(format!("{flag} {p}: {why}")))?;
     if c.is_empty() || !p.starts_with('/') {
-        return Err(BuildError::Usage(format!(
+        return Err(Error::Usage(format!(
             "{flag} {p}: an absolute path inside the image, such as /configs"
         )));
     }
@@ -314,14 +286,14 @@ fn absolute(p: &str, flag: &str) -> Result<String, BuildError> {
 
 /// Writes the catalog as opm lays out an FBC directory: `PACKAGE/catalog.json` per package,
 /// and the metas that belong to no package in `catalog.json` at the root.
-pub fn write_configs(catalog: crate::model::Catalog, dir: &Path) -> Result<(), BuildError> {
+pub fn write_configs(catalog: crate::model::Catalog, dir: &Path) -> Result<(), Error> {
     use crate::catalog::fbc::{render, RenderFormat};
     use crate::model::Catalog;
     std::fs::create_dir_all(dir)?;
     let mut others = catalog.others;
     for (name, pkg) in catalog.packages {
         if name.is_empty() || name.contains('/') || name == "." || name == ".." {
-            return Err(BuildError::failed(format!(
+            return Err(Error::failed(format!(
                 "invalid package name {name:?}: must be a single local path element"
             )));
         }
@@ -350,7 +322,7 @@ pub fn write_configs(catalog: crate::model::Catalog, dir: &Path) -> Result<(), B
             RenderFormat,
             &mut dyn std::io::Write,
         ) -> std::io::Result<()>,
-    ) -> Result<(), BuildError> {
+    ) -> Result<(), Error> {
         let mut f = std::io::BufWriter::new(std::fs::File::create(path)?);
         render(cat, RenderFormat::Json, &mut f)?;
         std::io::Write::flush(&mut f)?;
@@ -361,14 +333,14 @@ pub fn write_configs(catalog: crate::model::Catalog, dir: &Path) -> Result<(), B
 
 /// Copies the staged image into every `oci:` target (blobs first, `index.json` last);
 /// returns the targets written.
-pub fn write_layouts(staged: &Staged, targets: &[Target]) -> Result<Vec<String>, BuildError> {
+pub fn write_layouts(staged: &Staged, targets: &[Target]) -> Result<Vec<String>, Error> {
     let mut written = Vec::new();
     for t in targets {
         let Target::Layout { dir, tag } = t else {
             continue;
         };
         crate::image::layout::copy_image(&staged.image, dir, tag.as_deref())
-            .map_err(|e| BuildError::failed(format!("oci:{}: {e:#}", dir.display())))?;
+            .map_err(|e| Error::failed(format!("oci:{}: {e:#}", dir.display())))?;
         written.push(match tag {
             Some(t) => format!("oci:{}:{t}", dir.display()),
             None => format!("oci:{}", dir.display()),

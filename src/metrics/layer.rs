@@ -211,7 +211,7 @@ impl Record {
                 m.http_seconds.get_or_create(&l).observe(secs);
                 m.http_bytes.get_or_create(&l).inc_by(self.bytes);
                 // catalogd's histogram covers its catalog handler, not the probes or /metrics.
-                if !matches!(&*self.label, "/metrics" | "/healthz" | "/readyz") {
+                if !matches!(self.label, "/metrics" | "/healthz" | "/readyz") {
                     m.catalogd_http_seconds
                         .get_or_create(&super::CodeLabels { code: code.clone() })
                         .observe(secs);

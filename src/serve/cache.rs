@@ -67,7 +67,9 @@ pub fn prepare(source: Option<&Path>, p: &Prepare<'_>) -> Result<Prepared> {
     let digest = if sources.is_empty() {
         crate::demo::digest()
     } else {
-        crate::source::digest(&sources, &[db.clone()], p.cancel).map_err(|e| match e.kind() {
+        crate::source::digest(&sources, std::slice::from_ref(&db), p.cancel).map_err(|e| match e
+            .kind()
+        {
             std::io::ErrorKind::Interrupted => Error::Interrupted,
             _ => Error::failed(format!("cannot read the source: {e}")),
         })?

@@ -70,11 +70,7 @@ impl ServeOptions {
                 "--cache-dir must be specified with --cache-enforce-integrity".into(),
             ));
         }
-        if self.poll_interval.is_some()
-            && !self
-                .source
-                .as_deref()
-                .is_some_and(|s| !crate::image::is_local(s))
+        if self.poll_interval.is_some() && self.source.as_deref().is_none_or(crate::image::is_local)
         {
             return Err(Error::Usage("--poll-interval needs an image SOURCE (registry/repository:tag or oci:DIR:TAG); watch a directory or file with --watch".into()));
         }

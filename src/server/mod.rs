@@ -144,6 +144,7 @@ pub async fn serve(
         .build_v1alpha()?;
 
     let local = listener.local_addr()?;
+    let mut stop = StopSignal::install()?;
     tracing::info!(address = %local, "listening");
 
     let loader_state = state.clone();
@@ -260,7 +261,7 @@ pub async fn serve(
     tokio::select! {
         res = &mut server => return res.context("server failed"),
         Some(e) = fatal_rx.recv() => return Err(e),
-        sig = stop_signal() => {
+        sig = stop.recv() => {
             if let Some(c) = &opts.cancel {
                 c.store(true, std::sync::atomic::Ordering::Relaxed);
             }
@@ -282,23 +283,44 @@ pub async fn serve(
     Ok(())
 }
 
-/// Resolves on SIGTERM or SIGINT. SIGTERM is handled explicitly: as PID 1 in a container it
-/// has no default action.
-async fn stop_signal() -> &'static str {
+/// SIGTERM and SIGINT, caught from [`StopSignal::install`] on: a signal that comes before the
+/// server waits for it (while the listener is announced, say) is kept, not left to its default
+/// action. SIGTERM is handled explicitly: as PID 1 in a container it has no default action.
+struct StopSignal {
     #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        let mut term = signal(SignalKind::terminate()).expect("installing a SIGTERM handler");
-        let mut int = signal(SignalKind::interrupt()).expect("installing a SIGINT handler");
-        tokio::select! {
-            _ = term.recv() => "SIGTERM",
-            _ = int.recv() => "SIGINT",
+    term: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    int: tokio::signal::unix::Signal,
+}
+
+impl StopSignal {
+    fn install() -> Result<StopSignal> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            Ok(StopSignal {
+                term: signal(SignalKind::terminate()).context("installing a SIGTERM handler")?,
+                int: signal(SignalKind::interrupt()).context("installing a SIGINT handler")?,
+            })
         }
+        #[cfg(not(unix))]
+        Ok(StopSignal {})
     }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-        "interrupt"
+
+    /// Resolves on the first of them, naming it.
+    async fn recv(&mut self) -> &'static str {
+        #[cfg(unix)]
+        {
+            tokio::select! {
+                _ = self.term.recv() => "SIGTERM",
+                _ = self.int.recv() => "SIGINT",
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+            "interrupt"
+        }
     }
 }
 

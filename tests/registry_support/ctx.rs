@@ -124,7 +124,7 @@ pub fn csv_of_bundle_dir() -> Value {
 }
 
 pub fn local_bundle() -> Value {
-    let out = render_local(&common::shared(BUNDLE_DIR));
+    let out = common::json_lines(&render_local(&common::shared(BUNDLE_DIR)));
     out.lines()
         .map(|l| serde_json::from_str::<Value>(l).unwrap())
         .find(|v| v["schema"] == "olm.bundle")

@@ -16,8 +16,9 @@ import sys
 import yaml
 
 
-class Loader(yaml.SafeLoader):
-    """PyYAML's safe loader without its timestamp type: opm reads those scalars as strings."""
+class Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+    """PyYAML's safe loader (libyaml's parser where built in) without its timestamp type: opm
+    reads those scalars as strings."""
 
 
 Loader.yaml_implicit_resolvers = {

@@ -107,7 +107,8 @@ pub enum ResolveError {
     /// The request or the catalog cannot be resolved (bad range, no unique head, ...).
     #[error("{0}")]
     Invalid(String),
-    /// Options that do not go together (a version constraint under classic rules).
+    /// Options that do not go together (a version constraint, or two channels, under classic
+    /// rules).
     #[error("{0}")]
     Usage(String),
     /// Reading the graph failed (SQLite, I/O).
@@ -261,7 +262,7 @@ pub fn resolve(g: &dyn UpgradeGraph, req: &Request) -> Result<Resolution, Resolv
         .transpose()?;
     let classic_channel = if req.semantics == Semantics::Classic {
         if req.channels.len() > 1 {
-            return Err(invalid(
+            return Err(ResolveError::Usage(
                 "classic OLM subscribes to exactly one channel; name at most one channel".into(),
             ));
         }

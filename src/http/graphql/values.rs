@@ -144,15 +144,7 @@ pub fn go_v(f: f64) -> String {
     if f == 0.0 || !f.is_finite() {
         return format!("{f}");
     }
-    let e = format!("{f:e}");
-    let (mant, exp) = e.split_once('e').unwrap_or((&e, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    if !(-4..6).contains(&exp) {
-        let sign = if exp < 0 { '-' } else { '+' };
-        format!("{mant}e{sign}{:02}", exp.abs())
-    } else {
-        format!("{f}")
-    }
+    crate::text::go_shortest(f)
 }
 
 #[cfg(test)]
