@@ -82,6 +82,66 @@ fn half_sent_requests_are_closed_while_calls_are_answered() {
     assert_eq!(s.terminate(), Some(0));
 }
 
+/// The timeout is for a connection's first request only: a keep-alive connection in use, and
+/// a gRPC connection making calls, outlive it by far.
+#[test]
+fn connections_in_use_outlive_the_request_timeout() {
+    let http = free_port();
+    let s = Server::start(&["--http-port", &http.to_string(), "--request-timeout", "1"]);
+    let mut c = TcpStream::connect(("127.0.0.1", http)).unwrap();
+    c.set_read_timeout(Some(PATIENCE)).unwrap();
+    let started = std::time::Instant::now();
+    let mut answered = 0;
+    while started.elapsed() < Duration::from_millis(3500) {
+        c.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            .unwrap();
+        let mut got = Vec::new();
+        let mut buf = [0u8; 1024];
+        while !String::from_utf8_lossy(&got).contains("\r\n\r\nok") {
+            let n = c.read(&mut buf).unwrap();
+            assert!(
+                n > 0,
+                "closed after {answered} answers, {:?}",
+                started.elapsed()
+            );
+            got.extend_from_slice(&buf[..n]);
+        }
+        answered += 1;
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    // Calls in flight all the time on one HTTP/2 connection: closing it would fail some.
+    let failed = common::rt().block_on(async {
+        let grpc = s.registry().await;
+        let started = std::time::Instant::now();
+        let tasks: Vec<_> = (0..8)
+            .map(|_| {
+                let mut grpc = grpc.clone();
+                tokio::spawn(async move {
+                    let mut failed = Vec::new();
+                    while started.elapsed() < Duration::from_millis(3500) {
+                        let r = grpc.list_packages(opreg::api::ListPackageRequest {}).await;
+                        let r = match r {
+                            Ok(r) => r.into_inner().message().await.map(|_| ()),
+                            Err(e) => Err(e),
+                        };
+                        if let Err(e) = r {
+                            failed.push(format!("{:?}: {e}", started.elapsed()));
+                        }
+                    }
+                    failed
+                })
+            })
+            .collect();
+        let mut failed = Vec::new();
+        for t in tasks {
+            failed.extend(t.await.unwrap());
+        }
+        failed
+    });
+    assert!(failed.is_empty(), "calls failed: {failed:?}");
+    assert_eq!(s.terminate(), Some(0));
+}
+
 #[test]
 fn open_connections_are_bounded() {
     let http = free_port();

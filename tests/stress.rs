@@ -51,6 +51,12 @@ fn community_server(extra: &[&str]) -> Server {
     Server::start(&args)
 }
 
+/// The last `n` lines of `text`.
+fn tail(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
 /// One new HTTP/2 connection.
 async fn connect(server: &Server) -> Channel {
     Endpoint::from_shared(server.addr())
@@ -921,9 +927,10 @@ fn a_million_mixed_requests_over_64_connections_with_flat_memory() {
         let errors = errors.lock().unwrap().clone();
         assert!(
             errors.is_empty(),
-            "{} of {total} requests failed; first ones:\n{}",
+            "{} of {total} requests failed; first ones:\n{}\nthe server's log ends:\n{}",
             error_count.load(Ordering::Relaxed),
-            errors.join("\n")
+            errors.join("\n"),
+            tail(&server.log(), 40)
         );
         // Still healthy after it all, on a fresh connection.
         assert_eq!(health_status(connect(&server).await).await.unwrap(), 1);

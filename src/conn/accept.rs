@@ -190,6 +190,14 @@ async fn one<I, S, B>(
                 std::future::pending::<()>().await
             }
         };
+        // The timeout applies until the first request: a select's condition is read once,
+        // when it starts, so the request seen since is checked here, after the timer.
+        let idle = async {
+            (&mut deadline).await;
+            if seen.load(Ordering::Relaxed) {
+                std::future::pending::<()>().await
+            }
+        };
         let swapped = async {
             match goaway.as_mut() {
                 Some(g) if !shutting_down => {
@@ -213,7 +221,7 @@ async fn one<I, S, B>(
             }
             _ = stopped => {}
             _ = swapped => {}
-            _ = &mut deadline, if !seen.load(Ordering::Relaxed) => {
+            _ = idle => {
                 tracing::debug!("connection closed: no request within the timeout");
                 return;
             }
