@@ -53,11 +53,14 @@ pub enum Rule {
     CustomMeta,
     /// A bundle release: its format, the normalized name, no build metadata beside it.
     Release,
+    /// A plain YAML scalar that opreg reads as a string and opm, as YAML 1.1, as a boolean or
+    /// a number.
+    Yaml11,
 }
 
 impl Rule {
     /// Every rule, in declaration order.
-    pub const ALL: [Rule; 21] = [
+    pub const ALL: [Rule; 22] = [
         Rule::Parse,
         Rule::Schema,
         Rule::Duplicate,
@@ -79,11 +82,15 @@ impl Rule {
         Rule::Icon,
         Rule::CustomMeta,
         Rule::Release,
+        Rule::Yaml11,
     ];
 
     /// False for the rules that only ever warn; breaking any other makes a catalog invalid.
     pub fn can_fail_a_catalog(self) -> bool {
-        !matches!(self, Rule::MaxOpenShiftVersion | Rule::UpgradeLint)
+        !matches!(
+            self,
+            Rule::MaxOpenShiftVersion | Rule::UpgradeLint | Rule::Yaml11
+        )
     }
 
     pub fn id(self) -> &'static str {
@@ -109,6 +116,7 @@ impl Rule {
             Rule::Icon => "icon",
             Rule::CustomMeta => "custom-meta",
             Rule::Release => "release",
+            Rule::Yaml11 => "yaml11",
         }
     }
 }
@@ -142,7 +150,8 @@ mod rule_tests {
                 | Rule::UpgradeLint
                 | Rule::Icon
                 | Rule::CustomMeta
-                | Rule::Release => {}
+                | Rule::Release
+                | Rule::Yaml11 => {}
             }
         }
         let ids: std::collections::BTreeSet<&str> = Rule::ALL.iter().map(|r| r.id()).collect();

@@ -19,6 +19,7 @@ pub mod csv;
 pub mod fbc;
 pub mod legacy;
 pub mod manifests;
+pub mod yaml11;
 
 use crate::diag::{Diagnostic, Rule};
 use crate::model::*;

@@ -249,6 +249,7 @@ pub(super) fn for_each_meta(
     match decode_yaml_stream(text, &mut |v, k| emit(v, k + 1, &mut errs, f)) {
         Ok(()) => {
             diags.append(&mut errs);
+            diags.extend(crate::catalog::yaml11::warnings(text, file));
             true
         }
         Err((k, e)) => {

@@ -215,9 +215,14 @@ pub fn decode_manifest_file(
     let doc = yaml_serde::Deserializer::from_str(text)
         .next()
         .map(Value::deserialize);
-    match doc {
+    let out = match doc {
         Some(Ok(v @ Value::Object(_))) => Some(v),
         Some(Err(e)) => skipped(format!("it does not decode: {e}")),
         _ => None,
+    };
+    if out.is_some() {
+        let file = path.display().to_string();
+        warnings.extend(crate::catalog::yaml11::warnings(text, &file));
     }
+    out
 }

@@ -15,7 +15,8 @@ mod analysis;
 mod scalars;
 
 use analysis::{analyze, is_break, is_printable};
-use scalars::{go_float, is_base60_float, key_order, resolves_to_non_string};
+pub use scalars::resolves_to_non_string;
+use scalars::{go_float, is_base60_float, key_order};
 
 /// A value as go-yaml sees it after reading opm's JSON.
 #[derive(Clone, Debug, PartialEq)]
