@@ -21,7 +21,8 @@
 //! * [`diag`]: the catalog diagnostic; [`error`]: the error every application function returns.
 //! * [`graph`]: the update-graph rules, once, and upgrade resolution ([`graph::resolve`]).
 //! * [`catalog`]: one reader per input format, assembled into a [`model::Catalog`];
-//!   [`catalog::fbc`] also renders FBC.
+//!   [`catalog::fbc`] also renders FBC; [`catalog::yaml11`] warns where opm's YAML 1.1 reads a
+//!   plain scalar as something other than a string.
 //! * [`validate`]: upstream's catalog rules; only it makes a [`validate::ValidCatalog`].
 //! * [`wire`]: model → `api.Bundle`, once per bundle at ingest.
 //! * [`inventory`] (`list`'s rows), [`diff`] (comparing catalogs), [`draw`] (update graphs
