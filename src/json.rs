@@ -22,6 +22,19 @@ pub fn canonical_object(m: &serde_json::Map<String, Value>) -> String {
     out
 }
 
+/// A decoded object as Go's encoder writes it with `SetEscapeHTML(false)` (catalogd's stored
+/// metas): canonical, and U+2028 and U+2029 escaped, which Go always escapes. They can only
+/// occur inside string literals, so a textual pass is exact.
+pub fn go_object(m: &serde_json::Map<String, Value>) -> String {
+    let out = canonical_object(m);
+    if out.contains(['\u{2028}', '\u{2029}']) {
+        out.replace('\u{2028}', "\\u2028")
+            .replace('\u{2029}', "\\u2029")
+    } else {
+        out
+    }
+}
+
 /// Escapes `<`, `>`, `&`, U+2028 and U+2029 inside JSON text the way Go's encoder does by default.
 /// Those characters can only occur inside string literals, so a textual pass is exact. Takes
 /// the text by value and hands it back unchanged, without a copy, when there is nothing to

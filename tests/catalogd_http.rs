@@ -1,12 +1,13 @@
 //! catalogd's HTTP API, metrics and reloads, against the real binary (`opreg serve --http-port`)
 //! with real HTTP clients (reqwest over HTTP/1.1 and HTTP/2, and curl where installed).
 //! The handler tables are catalogd's (`internal/catalogd/storage/localdir_test.go`), with the
-//! same verdicts; bodies are compared with what `opreg render -o json` writes for the same
-//! catalog, since that is what `/api/v1/all` serves (render's order and key order).
+//! same verdicts and, where catalogd's tests spell out a body, the same bytes; elsewhere bodies
+//! are compared with each YAML document of the source as serde_json writes it (keys sorted,
+//! compact), in file order: what catalogd stores.
 
 mod common;
 
-use common::{free_port, opreg, Server};
+use common::{free_port, Server};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -66,11 +67,25 @@ fn start(extra: &[&str]) -> Served {
     }
 }
 
-/// `render -o json`, one object per line (the form `/api/v1/all` serves).
-fn render(src: &Path) -> String {
-    let (code, out, err) = opreg(&["render", src.to_str().unwrap(), "-o", "json"]);
-    assert_eq!(code, 0, "{err}");
-    common::json_lines(&out)
+/// The YAML documents of the files in `src` (sorted by name), each as serde_json writes it,
+/// one per line: catalogd's `/api/v1/all` for this source, built without opreg's writers.
+fn catalogd_lines(src: &Path) -> String {
+    use serde::Deserialize;
+    let mut files: Vec<_> = std::fs::read_dir(src)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    let mut out = String::new();
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        for doc in yaml_serde::Deserializer::from_str(&text) {
+            let v = serde_json::Value::deserialize(doc).unwrap();
+            out.push_str(&serde_json::to_string(&v).unwrap());
+            out.push('\n');
+        }
+    }
+    out
 }
 
 fn client() -> reqwest::Client {
@@ -95,7 +110,16 @@ async fn get(
 #[test]
 fn server_handler_table_as_catalogd() {
     let s = start(&[]);
-    let want_all = render(&s.src);
+    // catalogd's expected body, for this catalog: the objects in file order, keys sorted.
+    let want_all = concat!(
+        r#"{"image":"quaydock.io/namespace/bundle:0.0.3","name":"bundle.v0.0.1","package":"webhook-operator-test","properties":[{"type":"olm.package","value":{"packageName":"webhook-operator-test","version":"0.0.1"}},{"type":"olm.bundle.object","value":{"data":"dW5pbXBvcnRhbnQK"}},{"type":"some.other","value":{"data":"arbitrary-info"}}],"relatedImages":[{"image":"testimage:latest","name":"test"}],"schema":"olm.bundle"}"#,
+        "\n",
+        r#"{"defaultChannel":"preview_test","name":"webhook-operator-test","schema":"olm.package"}"#,
+        "\n",
+        r#"{"entries":[{"name":"bundle.v0.0.1"}],"name":"preview_test","package":"webhook-operator-test","schema":"olm.channel"}"#,
+        "\n",
+    );
+    assert_eq!(want_all, catalogd_lines(&s.src));
     let base = format!("http://127.0.0.1:{}", s.http);
     // (path, status, body) from catalogd's TestLocalDirServerHandler.
     let table: Vec<(&str, u16, String)> = vec![
@@ -120,7 +144,7 @@ fn server_handler_table_as_catalogd() {
             404,
             "404 Not Found".into(),
         ),
-        ("/catalogs/catalog/api/v1/all", 200, want_all.clone()),
+        ("/catalogs/catalog/api/v1/all", 200, want_all.to_string()),
     ];
     common::rt().block_on(async {
         for (path, status, body) in table {
@@ -142,7 +166,7 @@ fn server_handler_table_as_catalogd() {
 #[test]
 fn metas_table_as_catalogd() {
     let s = start(&[]);
-    let all = render(&s.src);
+    let all = catalogd_lines(&s.src);
     let lines: Vec<&str> = all.lines().collect();
     let obj = |schema: &str| -> String {
         lines
@@ -178,11 +202,11 @@ fn metas_table_as_catalogd() {
             vec![bundle.clone()],
         ),
         ("?schema=non_existent_schema", 200, vec![]),
-        // package=X: X's channels and bundles, not its own olm.package.
+        // package=X: X's channels and bundles in file order, not its own olm.package.
         (
             "?package=webhook-operator-test",
             200,
-            vec![ch.clone(), bundle.clone()],
+            vec![bundle.clone(), ch.clone()],
         ),
         ("?non-existent=foo", 400, vec!["400 Bad Request".into()]),
         (
@@ -229,7 +253,7 @@ fn metas_table_as_catalogd() {
 #[test]
 fn all_supports_conditional_range_gzip_and_http2() {
     let s = start(&[]);
-    let all = render(&s.src);
+    let all = catalogd_lines(&s.src);
     let url = format!("http://127.0.0.1:{}/catalogs/catalog/api/v1/all", s.http);
     common::rt().block_on(async {
         let (code, h, body) = get(&url, reqwest::Method::GET, &[]).await;
@@ -375,7 +399,7 @@ fn custom_catalog_name_and_curl() {
         "http://127.0.0.1:{}/catalogs/operatorhub/api/v1/all",
         s.http
     );
-    let all = render(&s.src);
+    let all = catalogd_lines(&s.src);
     let body = common::rt().block_on(async { get(&url, reqwest::Method::GET, &[]).await.2 });
     assert_eq!(body, all);
     if let Ok(out) = std::process::Command::new("curl")
@@ -521,7 +545,7 @@ fn wait_change(url: &str, old: &str, limit: Duration) -> (String, Duration) {
 fn sighup_reloads_and_an_invalid_version_is_kept_out() {
     let s = start(&[]);
     let url = format!("http://127.0.0.1:{}/catalogs/catalog/api/v1/all", s.http);
-    let before = render(&s.src);
+    let before = catalogd_lines(&s.src);
     let lm = |h: &reqwest::header::HeaderMap| httpdate_secs(h["last-modified"].to_str().unwrap());
     let (_, h0, _) = common::rt().block_on(async { get(&url, reqwest::Method::GET, &[]).await });
     // A valid change: a second channel.
@@ -533,7 +557,7 @@ fn sighup_reloads_and_an_invalid_version_is_kept_out() {
     .unwrap();
     common::unsafe_kill(s.server.child.id() as i32, 1);
     let (after, _) = wait_change(&url, &before, Duration::from_secs(20));
-    assert_eq!(after, render(&s.src));
+    assert_eq!(after, catalogd_lines(&s.src));
     let (_, h1, _) = common::rt().block_on(async { get(&url, reqwest::Method::GET, &[]).await });
     assert!(lm(&h1) > lm(&h0), "Last-Modified moves forward");
     // gRPC sees the new channel too.
@@ -593,7 +617,7 @@ fn httpdate_secs(s: &str) -> u64 {
 fn watch_lands_changes_within_5s_and_survives_a_deleted_dir() {
     let s = start(&["--watch"]);
     let url = format!("http://127.0.0.1:{}/catalogs/catalog/api/v1/all", s.http);
-    let before = render(&s.src);
+    let before = catalogd_lines(&s.src);
     std::thread::sleep(Duration::from_millis(300));
     // A storm of writes: debounced into few builds.
     for i in 0..20 {

@@ -166,10 +166,16 @@ fn tls_on_both_ports_with_grpcurl_and_curl() {
     ]);
     assert_eq!((code, out.trim()), (0, "status: SERVING"), "{err}");
 
-    // /api/v1/all with the CA, over HTTP/1.1 and HTTP/2; render's objects, one per line.
-    let (code, rendered, err) = opreg(&["render", src.to_str().unwrap(), "-o", "json"]);
-    assert_eq!(code, 0, "{err}");
-    let rendered = common::json_lines(&rendered);
+    // /api/v1/all with the CA, over HTTP/1.1 and HTTP/2; the source's objects as catalogd
+    // stores them, one per line.
+    let rendered = concat!(
+        r#"{"defaultChannel":"stable","name":"tls-test","schema":"olm.package"}"#,
+        "\n",
+        r#"{"entries":[{"name":"tls-test.v1.0.0"}],"name":"stable","package":"tls-test","schema":"olm.channel"}"#,
+        "\n",
+        r#"{"image":"example.com/tls-test:1","name":"tls-test.v1.0.0","package":"tls-test","properties":[{"type":"olm.package","value":{"packageName":"tls-test","version":"1.0.0"}}],"schema":"olm.bundle"}"#,
+        "\n",
+    );
     let url = format!("https://127.0.0.1:{http}/catalogs/catalog/api/v1/all");
     for version in ["--http1.1", "--http2"] {
         let (code, body, err) = curl(&["--cacert", ca, version, "-w", "\n%{http_version}", &url]);

@@ -1,6 +1,12 @@
-//! One served version of the catalog as catalogd stores it: the rendered JSON Lines file
-//! (exactly what `opreg render SOURCE -o json` writes), written once when the version is built,
-//! and an index of each object's byte range by `schema`, `package` and `name` for `/metas`.
+//! One served version of the catalog as catalogd stores it: a JSON Lines file written once
+//! when the version is built, and an index of each object's byte range by `schema`, `package`
+//! and `name` for `/metas`.
+//!
+//! An FBC source is written as catalogd writes it ([`Lines::Fbc`]): each meta in walk order,
+//! whole (fields opreg does not know included), as Go's encoder writes a decoded object
+//! ([`crate::json::go_object`]), except that integers keep their value where Go's decoder
+//! rounds them through a float64. Other sources, which catalogd cannot serve, are written as
+//! `render -o json` orders them, one compact object per line ([`Lines::Catalog`]).
 //!
 //! Its gzip and zstd copies are written beside it at the same time, so a compressed answer
 //! costs no compression per request. The files are served from disk, so no request holds the
@@ -9,7 +15,7 @@
 //! stays readable after removal).
 
 use super::encoding::{self, variant_path, Coding};
-use crate::catalog::fbc::render_lines;
+use crate::catalog::{fbc, Exclude};
 use crate::model::Catalog;
 use anyhow::{Context, Result};
 use std::collections::HashMap;
@@ -108,14 +114,47 @@ impl Content {
     }
 }
 
+/// What a version's lines are written from.
+pub enum Lines<'a> {
+    /// An FBC directory or file, read again meta by meta (never `exclude`'s files).
+    Fbc {
+        root: &'a Path,
+        exclude: &'a [PathBuf],
+    },
+    /// A catalog read from another kind of source.
+    Catalog(&'a Catalog),
+}
+
+impl Lines<'_> {
+    fn write(&self, out: &mut dyn Write) -> Result<()> {
+        match self {
+            Lines::Catalog(c) => Ok(fbc::render_lines(c, out)?),
+            Lines::Fbc { root, exclude } => {
+                let mut diags = Vec::new();
+                let mut failed: Option<std::io::Error> = None;
+                fbc::for_each_raw_meta(root, &Exclude::new(exclude), &mut diags, &mut |m| {
+                    if failed.is_none() {
+                        let mut line = crate::json::go_object(&m.value);
+                        line.push('\n');
+                        failed = out.write_all(line.as_bytes()).err();
+                    }
+                });
+                if let Some(e) = failed {
+                    return Err(e.into());
+                }
+                match diags.iter().find(|d| d.is_error()) {
+                    Some(d) => anyhow::bail!("{} changed while it was served: {d}", root.display()),
+                    None => Ok(()),
+                }
+            }
+        }
+    }
+}
+
 impl Content {
-    /// Renders `catalog` to `path` (temp file, synced, renamed) and indexes it. `not_before`
+    /// Writes `lines` to `path` (temp file, synced, renamed) and indexes it. `not_before`
     /// keeps `Last-Modified` moving forward across versions built within one second.
-    pub fn write(
-        catalog: &Catalog,
-        path: &Path,
-        not_before: Option<SystemTime>,
-    ) -> Result<Content> {
+    pub fn write(lines: Lines<'_>, path: &Path, not_before: Option<SystemTime>) -> Result<Content> {
         let dir = path.parent().unwrap_or(Path::new("."));
         let mut tmp = tempfile::Builder::new()
             .prefix(".opreg-jsonl-")
@@ -123,8 +162,9 @@ impl Content {
             .with_context(|| format!("cannot create a file in {}", dir.display()))?;
         {
             let mut out = std::io::BufWriter::with_capacity(1 << 16, tmp.as_file_mut());
-            render_lines(catalog, &mut out)
-                .and_then(|_| out.flush())
+            lines
+                .write(&mut out)
+                .and_then(|_| Ok(out.flush()?))
                 .with_context(|| format!("cannot write {}", path.display()))?;
         }
         let now = truncate(SystemTime::now());

@@ -4,7 +4,7 @@
 //! | file | owns |
 //! |---|---|
 //! | `mod.rs` | routing, the shared [`HttpState`], `Vary`, serving with graceful shutdown |
-//! | [`content`] | one version's JSONL file (what `opreg render -o json` writes) and its index |
+//! | [`content`] | one version's JSONL file (each FBC meta as catalogd stores it) and its index |
 //! | [`encoding`] | gzip and zstd as catalogd's gzhttp negotiates them; a version's precompressed copies |
 //! | [`catalogd`] | the `/api/v1/all` and `/api/v1/metas` handlers with catalogd's semantics |
 //! | [`graphql`] | `/api/v1/graphql`: catalogd's GraphQL query API over the served version |

@@ -4,7 +4,7 @@
 //! `--cache-only` and `--cache-enforce-integrity`).
 
 use crate::error::{Error, Result};
-use crate::http::content::Content;
+use crate::http::content::{Content, Lines};
 use crate::source::SourceKind;
 use crate::store::Store;
 use anyhow::Context;
@@ -44,14 +44,16 @@ pub fn prepare(source: Option<&Path>, p: &Prepare<'_>) -> Result<Prepared> {
         None => crate::image::Resolved::default(),
     };
     let source = resolved.paths.first().map(PathBuf::as_path);
+    let mut kind = None;
     if let Some(src) = source {
-        let kind =
+        let k =
             crate::source::detect(src).with_context(|| format!("cannot read {}", src.display()))?;
-        if kind == SourceKind::OpregDb {
+        kind = Some(k);
+        if k == SourceKind::OpregDb {
             let store = Store::open_unverified(src)?;
             // A database inside an image is served from the unpacked copy, kept until exit.
             std::mem::forget(resolved);
-            return with_content(store, p);
+            return with_content(store, p, None);
         }
     }
     if p.cache_dir.exists() && !p.cache_dir.is_dir() {
@@ -63,6 +65,14 @@ pub fn prepare(source: Option<&Path>, p: &Prepare<'_>) -> Result<Prepared> {
     std::fs::create_dir_all(p.cache_dir)
         .with_context(|| format!("cannot create cache dir {}", p.cache_dir.display()))?;
     let db = p.cache_dir.join(CACHE_DB);
+    // catalogd reads only FBC: an FBC source is served to it as given.
+    let fbc = match source {
+        Some(src) if kind == Some(SourceKind::Fbc) => Some(Fbc {
+            root: src,
+            exclude: vec![db.clone()],
+        }),
+        _ => None,
+    };
     let sources: Vec<PathBuf> = source.map(|s| vec![s.to_path_buf()]).unwrap_or_default();
     let digest = if sources.is_empty() {
         crate::demo::digest()
@@ -78,7 +88,7 @@ pub fn prepare(source: Option<&Path>, p: &Prepare<'_>) -> Result<Prepared> {
         match Store::open_unverified(&db).and_then(|s| Ok((s.info("source_digest")?, s))) {
             Ok((Some(d), s)) if d == digest => {
                 tracing::info!(cache = %db.display(), "cache matches the source; reusing it");
-                return with_content(s, p);
+                return with_content(s, p, fbc.as_ref());
             }
             Ok((d, _)) if p.enforce => {
                 return Err(Error::failed(format!(
@@ -113,17 +123,40 @@ pub fn prepare(source: Option<&Path>, p: &Prepare<'_>) -> Result<Prepared> {
         }
     }
     make_world_readable(&db);
-    with_content(Store::open_unverified(&db)?, p)
+    with_content(Store::open_unverified(&db)?, p, fbc.as_ref())
 }
 
-/// With `--http-port`, the JSONL catalogd serves is written once per built version, read back
-/// from the database.
-fn with_content(store: Store, p: &Prepare<'_>) -> Result<Prepared> {
-    let content = match p.render {
-        Some((path, prev)) => Some(Content::write(&store.load_catalog()?, path, prev)?),
-        None => None,
+/// An FBC source, and the files in it that are not the catalog's.
+struct Fbc<'a> {
+    root: &'a Path,
+    exclude: Vec<PathBuf>,
+}
+
+/// With `--http-port`, the JSONL catalogd serves is written once per built version: from an
+/// FBC source, each meta as given; from any other, the catalog read back from the database.
+fn with_content(store: Store, p: &Prepare<'_>, fbc: Option<&Fbc<'_>>) -> Result<Prepared> {
+    let Some((path, prev)) = p.render else {
+        return Ok(Prepared {
+            store,
+            content: None,
+        });
     };
-    Ok(Prepared { store, content })
+    let content = match fbc {
+        Some(f) => {
+            let mut exclude = f.exclude.clone();
+            exclude.push(path.to_path_buf());
+            let lines = Lines::Fbc {
+                root: f.root,
+                exclude: &exclude,
+            };
+            Content::write(lines, path, prev)?
+        }
+        None => Content::write(Lines::Catalog(&store.load_catalog()?), path, prev)?,
+    };
+    Ok(Prepared {
+        store,
+        content: Some(content),
+    })
 }
 
 /// A cache built at image build time (by USER 1001, or root) is read at run time by another,

@@ -56,9 +56,38 @@ pub fn read_path_excluding(
     sink: &mut super::BundleSink<'_>,
 ) -> Vec<Decl> {
     let mut decls = Vec::new();
+    walk_files(root, exclude, diags, &mut |path, diags| {
+        read_file(path, &mut decls, diags, &mut *sink)
+    });
+    decls
+}
+
+/// Every meta of an FBC tree (or a single file) as it was given, in walk order, with nothing
+/// typed: what catalogd stores. Each meta is handed over as it is parsed; a broken stream is
+/// reported in `diags` once part of its file may have been handed over, so a caller that
+/// writes what it is given discards its output on any error.
+pub fn for_each_raw_meta(
+    root: &Path,
+    exclude: &super::Exclude,
+    diags: &mut Vec<Diagnostic>,
+    f: &mut dyn FnMut(RawMeta),
+) {
+    walk_files(root, exclude, diags, &mut |path, diags| {
+        read_metas(path, &path.display().to_string(), diags, &mut *f);
+    });
+}
+
+/// Calls `f` with each file of the tree at `root` (or `root` itself, when it is a file), in
+/// lexical order, honouring `.indexignore` files and never the files `exclude` names.
+fn walk_files(
+    root: &Path,
+    exclude: &super::Exclude,
+    diags: &mut Vec<Diagnostic>,
+    f: &mut dyn FnMut(&Path, &mut Vec<Diagnostic>),
+) {
     if root.is_file() {
-        read_file(root, &mut decls, diags, &mut *sink);
-        return decls;
+        f(root, diags);
+        return;
     }
     let walker = ignore::WalkBuilder::new(root)
         .standard_filters(false)
@@ -71,7 +100,7 @@ pub fn read_path_excluding(
                 let is_file = e.file_type().map(|t| !t.is_dir()).unwrap_or(false);
                 let excluded = || e.metadata().is_ok_and(|m| exclude.contains(&m));
                 if is_file && e.file_name() != ".indexignore" && !excluded() {
-                    read_file(e.path(), &mut decls, diags, &mut *sink);
+                    f(e.path(), diags);
                 }
             }
             Err(err) => diags.push(Diagnostic::error(
@@ -80,7 +109,6 @@ pub fn read_path_excluding(
             )),
         }
     }
-    decls
 }
 
 /// Files above this size are read in chunks of this size when they hold a JSON stream, so a
@@ -103,28 +131,34 @@ fn read_file(
         Some(d) => typed.push(d),
         None => {}
     };
-    let ok = match read_streaming(path, &display, CHUNK, diags, &mut sink) {
-        Ok(Some(ok)) => ok,
-        Ok(None) => match std::fs::read(path) {
-            Ok(bytes) => for_each_meta(&bytes, &display, diags, &mut sink),
-            Err(e) => {
-                diags.push(
-                    Diagnostic::error(Rule::Parse, format!("cannot read file: {e}"))
-                        .at(&Origin::file(&display)),
-                );
-                false
-            }
-        },
-        Err(e) => {
-            diags.push(
-                Diagnostic::error(Rule::Parse, format!("cannot read file: {e}"))
-                    .at(&Origin::file(&display)),
-            );
-            false
-        }
-    };
+    let ok = read_metas(path, &display, diags, &mut sink);
     if ok {
         decls.append(&mut typed);
         diags.append(&mut errs);
+    }
+}
+
+/// Calls `f` with each meta of the file at `path`: a large JSON stream in chunks, anything
+/// else read whole. Returns false (after reporting it) when the stream is broken.
+fn read_metas(
+    path: &Path,
+    display: &str,
+    diags: &mut Vec<Diagnostic>,
+    f: &mut dyn FnMut(RawMeta),
+) -> bool {
+    let cannot_read = |e: std::io::Error, diags: &mut Vec<Diagnostic>| {
+        diags.push(
+            Diagnostic::error(Rule::Parse, format!("cannot read file: {e}"))
+                .at(&Origin::file(display)),
+        );
+        false
+    };
+    match read_streaming(path, display, CHUNK, diags, f) {
+        Ok(Some(ok)) => ok,
+        Ok(None) => match std::fs::read(path) {
+            Ok(bytes) => for_each_meta(&bytes, display, diags, f),
+            Err(e) => cannot_read(e, diags),
+        },
+        Err(e) => cannot_read(e, diags),
     }
 }
