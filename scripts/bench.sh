@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmarks (issue 7): regenerates BENCHMARKS.md with one command.
+# Benchmarks: regenerates BENCHMARKS.md with one command.
 #
 #   scripts/bench.sh                 full run (about 18 minutes on 2 cores; the first time also
 #                                    the dist build, about 5, and the two revisions below, about 4
@@ -12,8 +12,10 @@
 #                                    catalog, short load phases; writes a temp file and prints it
 #   scripts/bench.sh --out FILE      write the report elsewhere
 #   scripts/bench.sh --baseline REV  measure the build of git revision REV side by side with this
-#                                    one (default: 0f013dc, the last commit before the restructure
-#                                    of issue 12); built once into ~/.cache/opreg-bench/
+#                                    one (default: 92d76c1, the last build before this release's
+#                                    changes: the application moved out of cli/, opm's bytes,
+#                                    image build, GraphQL; earlier reports compared with 0f013dc);
+#                                    built once into ~/.cache/opreg-bench/
 #   scripts/bench.sh --step REV      also measure the build of REV against the baseline, in a
 #                                    section of its own (none by default: say which earlier build's
 #                                    change you want told apart from later ones); --no-step: none
@@ -33,7 +35,7 @@ cd "$(dirname "$0")/.."
 
 smoke=0
 out=""
-baseline=0f013dc
+baseline=92d76c1
 step=""
 extra=()
 while [ $# -gt 0 ]; do

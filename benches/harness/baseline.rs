@@ -1,9 +1,9 @@
 //! The main figures of two builds of opreg, measured in the same run and alternately: the
 //! build under test and a baseline build (`scripts/bench.sh` builds one from an earlier commit;
-//! by default the last commit before the restructure of issue 12). Figures taken on different
+//! by default the last build before this release's changes). Figures taken on different
 //! days move with the machine (the parse floor itself moved by 40 % between two runs), so
 //! "no figure worse than before" is only checkable side by side. A third build in between
-//! (`--step`; by default the restructure's own commit) is compared with the same baseline in a
+//! (`--step`, a commit whose change is to be told apart) is compared with the same baseline in a
 //! section of its own, and a closing line names the figures worse in this build only, i.e.
 //! changed after that commit ([`attribution`]).
 //!

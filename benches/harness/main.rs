@@ -194,8 +194,8 @@ struct RunArgs {
     /// What the report calls the baseline build (e.g. its commit).
     #[arg(long, value_name = "LABEL", default_value = "baseline")]
     baseline_label: String,
-    /// A build between the baseline and this one (the restructure's own commit), compared
-    /// with the baseline the same way, in a section of its own.
+    /// A build between the baseline and this one (a commit whose change is to be told
+    /// apart), compared with the baseline the same way, in a section of its own.
     #[arg(long, value_name = "BIN", requires = "baseline")]
     step: Option<PathBuf>,
     /// What the report calls the --step build (its commit).
