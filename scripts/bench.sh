@@ -51,25 +51,28 @@ while [ $# -gt 0 ]; do
   esac
 done
 
-# Builds opreg at git revision $1 (release profile, same toolchain) outside this tree, so that
-# this tree's .cargo/config.toml does not apply, and prints the binary's path.
+# Builds opreg at git revision $1 outside this tree (so that this tree's .cargo/config.toml
+# does not apply), with the same toolchain and, when the revision has it, the same `dist`
+# profile as the build under test (else the release profile), and prints the binary's path.
 build_rev() {
-  local rev dir
+  local rev dir profile
   rev=$(git rev-parse --verify --quiet --short=12 "$1^{commit}") || {
     echo "bench.sh: revision $1 is not in this repository's history; no side-by-side section" >&2
     return 1
   }
+  profile=release
+  git show "$rev:Cargo.toml" | grep -q '^\[profile\.dist\]' && profile=dist
   dir="${XDG_CACHE_HOME:-$HOME/.cache}/opreg-bench/$rev"
-  if [ ! -x "$dir/target/release/opreg" ]; then
-    echo "bench.sh: building revision $rev (once) in $dir" >&2
+  if [ ! -x "$dir/target/$profile/opreg" ]; then
+    echo "bench.sh: building revision $rev (once, $profile profile) in $dir" >&2
     rm -rf "$dir/src" && mkdir -p "$dir/src"
     git archive "$rev" | tar -x -C "$dir/src"
-    (cd "$dir/src" && CARGO_TARGET_DIR="$dir/target" cargo build --release --locked --quiet --bin opreg) >&2 || {
+    (cd "$dir/src" && CARGO_TARGET_DIR="$dir/target" cargo build --profile "$profile" --locked --quiet --bin opreg) >&2 || {
       echo "bench.sh: revision $rev did not build; no side-by-side section" >&2
       return 1
     }
   fi
-  echo "$dir/target/release/opreg"
+  echo "$dir/target/$profile/opreg"
 }
 
 tmp=$(mktemp -d)
