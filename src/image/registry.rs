@@ -28,6 +28,27 @@ pub trait BlobSource {
     fn blob(&mut self, digest: &str) -> Result<Box<dyn Read + Send>>;
 }
 
+/// A request that got no answer, and whether it is worth trying again: a timeout or a
+/// connection that broke may pass; a refused connection, an unknown host, a certificate that
+/// does not verify or a refused token will not.
+#[derive(Debug)]
+pub struct SendError {
+    pub error: anyhow::Error,
+    pub transient: bool,
+}
+
+fn transient(e: &ureq::Error) -> bool {
+    match e {
+        ureq::Error::Timeout(_) => true,
+        ureq::Error::Io(io) => !matches!(
+            io.kind(),
+            std::io::ErrorKind::ConnectionRefused | std::io::ErrorKind::NotFound
+        ),
+        ureq::Error::HostNotFound => false,
+        other => !other.to_string().to_ascii_lowercase().contains("certificate"),
+    }
+}
+
 /// Connection settings.
 #[derive(Clone, Debug)]
 pub struct Connection {
@@ -102,6 +123,93 @@ impl Registry {
             }
             return Ok(resp);
         }
+    }
+
+    /// Sends `method url` with `body` (HEAD sends none), answering one auth challenge. A
+    /// failure to get any answer says whether trying again may help ([`SendError`]).
+    pub fn send(
+        &mut self,
+        method: &str,
+        url: &str,
+        content_type: Option<&str>,
+        body: &[u8],
+    ) -> std::result::Result<ureq::http::Response<ureq::Body>, SendError> {
+        self.send_with(method, url, content_type, &[], body)
+    }
+
+    /// [`Registry::send`] with more headers.
+    pub fn send_with(
+        &mut self,
+        method: &str,
+        url: &str,
+        content_type: Option<&str>,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> std::result::Result<ureq::http::Response<ureq::Body>, SendError> {
+        let mut challenged = false;
+        loop {
+            let auth = self.authorization.clone();
+            let resp = if method == "HEAD" {
+                let mut req = self.agent.head(url);
+                if let Some(h) = &auth {
+                    req = req.header("Authorization", h);
+                }
+                req.call()
+            } else {
+                let mut req = ureq::http::Request::builder().method(method).uri(url);
+                if let Some(h) = &auth {
+                    req = req.header("Authorization", h);
+                }
+                if let Some(ct) = content_type {
+                    req = req.header("Content-Type", ct);
+                }
+                for (k, v) in headers {
+                    req = req.header(*k, *v);
+                }
+                let req = req.body(body).map_err(|e| SendError {
+                    error: anyhow!("{e}"),
+                    transient: false,
+                })?;
+                self.agent.run(req)
+            };
+            let resp = resp.map_err(|e| SendError {
+                transient: transient(&e),
+                error: self.transport_error(e),
+            })?;
+            if resp.status() == 401 && !challenged {
+                challenged = true;
+                let header = resp
+                    .headers()
+                    .get("www-authenticate")
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or("")
+                    .to_string();
+                self.answer_challenge(&header).map_err(|error| SendError {
+                    error,
+                    transient: false,
+                })?;
+                continue;
+            }
+            return Ok(resp);
+        }
+    }
+
+    /// `BASE/v2/REPOSITORY/{rest}`; a `Location` the registry sent, made absolute.
+    pub fn url(&self, rest: &str) -> String {
+        format!("{}/v2/{}/{rest}", self.base, self.repository)
+    }
+
+    pub fn absolute(&self, location: &str) -> String {
+        if location.starts_with("http://") || location.starts_with("https://") {
+            location.to_string()
+        } else {
+            format!("{}{location}", self.base)
+        }
+    }
+
+    /// A non-2xx answer as an error naming `what`.
+    pub fn refused(&self, what: &str, resp: ureq::http::Response<ureq::Body>) -> anyhow::Error {
+        self.status_error(what, resp)
     }
 
     fn answer_challenge(&mut self, header: &str) -> Result<()> {
@@ -216,6 +324,13 @@ impl Registry {
     /// Turns a non-2xx answer into an error naming what was not found or not allowed.
     fn status_error(&self, what: &str, resp: ureq::http::Response<ureq::Body>) -> anyhow::Error {
         let status = resp.status().as_u16();
+        let retry_after = resp
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map(|s| format!("; Retry-After {s} s"))
+            .unwrap_or_default();
         let body =
             read_limited(resp.into_body().into_reader(), 64 * 1024, "error").unwrap_or_default();
         let code = serde_json::from_slice::<serde_json::Value>(&body)
@@ -249,7 +364,7 @@ impl Registry {
                 ),
             },
             s => anyhow!(
-                "the registry answered HTTP {s} for {what}{}",
+                "the registry answered HTTP {s} for {what}{}{retry_after}",
                 if code.is_empty() {
                     String::new()
                 } else {
