@@ -28,6 +28,31 @@ pub enum ImageCommand {
     /// Targets: `oci:DIR[:TAG]` writes an OCI image layout; a registry reference is pushed with
     /// --push, and without it nothing is written (what would be pushed is printed).
     Build(BuildArgs),
+    /// Push the image of an OCI layout to a registry.
+    ///
+    /// Blobs the registry has are not sent again, large ones go in chunks, a request answered
+    /// 429 or 5xx is tried again (after the registry's Retry-After), and the manifest goes
+    /// last, so a failed push leaves no tag pointing at missing content. Credentials come from
+    /// the same files as for pulls. Prints the digest.
+    Push(PushArgs),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct PushArgs {
+    /// The image to push: oci:DIR[:TAG] (the only image of the layout when TAG is left out).
+    #[arg(value_name = "oci:DIR[:TAG]")]
+    pub source: String,
+    /// Where to push it: registry/repository[:tag] (`latest` when the tag is left out).
+    #[arg(value_name = "REF")]
+    pub target: String,
+    /// Write the pushed digest to this file.
+    #[arg(long, value_name = "FILE")]
+    pub digest_file: Option<PathBuf>,
+    /// Print only errors.
+    #[arg(short, long)]
+    pub quiet: bool,
+    #[command(flatten)]
+    pub image: ImageFlags,
 }
 
 #[derive(clap::Args, Debug)]
@@ -48,7 +73,8 @@ pub struct BuildArgs {
         value_delimiter = ','
     )]
     pub platforms: Vec<String>,
-    /// Push registry targets.
+    /// Push registry targets (without it, a registry target writes nothing and says what
+    /// would be pushed).
     #[arg(long)]
     pub push: bool,
     /// An extra label, KEY=VALUE (repeatable; applied last).
@@ -87,6 +113,10 @@ pub struct ImageFlags {
     /// Seconds to wait for a registry to connect or answer.
     #[arg(long, value_name = "SECONDS", default_value_t = 30)]
     pub registry_timeout: u64,
+    /// When pushing, blobs larger than this go in chunks of this many bytes (lower it for a
+    /// registry or proxy that refuses large requests with 413).
+    #[arg(long, value_name = "BYTES", default_value_t = 16 << 20, value_parser = clap::value_parser!(u64).range(1..))]
+    pub chunk_size: u64,
 }
 
 impl ImageFlags {
@@ -103,7 +133,48 @@ impl ImageFlags {
 pub fn run(a: Args) -> i32 {
     match a.command {
         ImageCommand::Build(b) => run_build(b),
+        ImageCommand::Push(p) => run_push(p),
     }
+}
+
+fn run_push(a: PushArgs) -> i32 {
+    let progress = super::show_progress(a.quiet);
+    match build::push_layout(
+        &a.source,
+        &a.target,
+        &a.image.args(),
+        a.image.chunk_size,
+        progress,
+    ) {
+        Ok((r, p)) => {
+            if !a.quiet {
+                pushed(&r, &p);
+            }
+            finish(&p.digest, a.digest_file.as_deref())
+        }
+        Err(e) => super::fail(e),
+    }
+}
+
+fn pushed(r: &crate::image::reference::Reference, p: &crate::image::push::Pushed) {
+    output::status(format_args!(
+        "pushed {r} {}: {} blobs uploaded ({} bytes), {} mounted, {} already there",
+        p.digest, p.uploaded, p.uploaded_bytes, p.mounted, p.skipped
+    ));
+}
+
+/// Writes `--digest-file` and prints the digest.
+fn finish(digest: &str, digest_file: Option<&std::path::Path>) -> i32 {
+    if let Some(f) = digest_file {
+        if let Err(e) = std::fs::write(f, format!("{digest}\n")) {
+            output::error(format_args!("--digest-file {}: {e}", f.display()));
+            return super::EXIT_FAILURE;
+        }
+    }
+    if output::out(&format!("{digest}\n")).is_err() {
+        return super::EXIT_FAILURE;
+    }
+    super::EXIT_OK
 }
 
 /// As every command fails, with a last line saying that no image was written.
@@ -172,24 +243,23 @@ fn run_build(a: BuildArgs) -> i32 {
     for w in &written {
         output::status(format_args!("wrote {w} {digest}"));
     }
-    for t in &targets {
-        if let Target::Registry(r) = t {
-            let bytes: u64 = staged.image.blobs.iter().map(|b| b.1).sum();
-            output::status(format_args!(
-                "would push {r} {digest} ({} blobs, {bytes} bytes; platforms {}): pass --push to push",
-                staged.image.blobs.len(),
-                staged.platforms.join(", ")
-            ));
+    if a.push {
+        match build::push_registries(&staged, &targets, &opts, a.image.chunk_size) {
+            Ok(all) if !a.quiet => all.iter().for_each(|(r, p)| pushed(r, p)),
+            Ok(_) => {}
+            Err(e) => return fail(e),
+        }
+    } else {
+        for t in &targets {
+            if let Target::Registry(r) = t {
+                let bytes: u64 = staged.image.blobs.iter().map(|b| b.1).sum();
+                output::status(format_args!(
+                    "would push {r} {digest} ({} blobs, {bytes} bytes; platforms {}): pass --push to push",
+                    staged.image.blobs.len(),
+                    staged.platforms.join(", ")
+                ));
+            }
         }
     }
-    if let Some(f) = &a.digest_file {
-        if let Err(e) = std::fs::write(f, format!("{digest}\n")) {
-            output::error(format_args!("--digest-file {}: {e}", f.display()));
-            return super::EXIT_FAILURE;
-        }
-    }
-    if output::out(&format!("{digest}\n")).is_err() {
-        return super::EXIT_FAILURE;
-    }
-    super::EXIT_OK
+    finish(digest, a.digest_file.as_deref())
 }

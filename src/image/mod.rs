@@ -19,6 +19,7 @@
 //! | [`cache`] | the content-addressed blob cache and the verifying reader |
 //! | [`unpacked`] | catalog images kept unpacked in the cache |
 //! | [`opm`] | `opm render`'s finishing of bundle images and its migrations |
+//! | [`push`] | pushing an image read from an OCI layout to a registry |
 //! | [`layout`] | writing OCI image layouts, and reading one image of a layout whole |
 //! | [`dockerfile`] | `opm generate dockerfile`'s Dockerfile |
 
@@ -31,6 +32,7 @@ pub mod layout;
 pub mod manifest;
 pub mod opm;
 pub mod pull;
+pub mod push;
 pub mod reference;
 pub mod registry;
 pub mod unpacked;

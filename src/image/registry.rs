@@ -28,6 +28,39 @@ pub trait BlobSource {
     fn blob(&mut self, digest: &str) -> Result<Box<dyn Read + Send>>;
 }
 
+/// A request that got no answer, and whether it is worth trying again: a timeout or a
+/// connection that broke may pass; a refused connection, an unknown host, a certificate that
+/// does not verify or a refused token will not.
+#[derive(Debug)]
+pub struct SendError {
+    pub error: anyhow::Error,
+    pub transient: bool,
+}
+
+/// The seconds an answer's `Retry-After` asks to wait (the HTTP-date form is not used by
+/// registries, and is ignored).
+pub fn retry_after<B>(resp: &ureq::http::Response<B>) -> Option<u64> {
+    resp.headers()
+        .get("retry-after")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+}
+
+fn transient(e: &ureq::Error) -> bool {
+    match e {
+        ureq::Error::Timeout(_) => true,
+        ureq::Error::Io(io) => !matches!(
+            io.kind(),
+            std::io::ErrorKind::ConnectionRefused | std::io::ErrorKind::NotFound
+        ),
+        ureq::Error::HostNotFound => false,
+        other => !other
+            .to_string()
+            .to_ascii_lowercase()
+            .contains("certificate"),
+    }
+}
+
 /// Connection settings.
 #[derive(Clone, Debug)]
 pub struct Connection {
@@ -46,6 +79,8 @@ pub struct Registry {
     /// The `Authorization` header that worked last (bearer token or basic).
     authorization: Option<String>,
     timeout: Duration,
+    /// Tokens are asked for with push rights ([`Registry::for_push`]).
+    pushing: bool,
 }
 
 impl Registry {
@@ -74,21 +109,81 @@ impl Registry {
             credential: auth::lookup(&reference.registry, &reference.repository),
             authorization: None,
             timeout: conn.timeout,
+            pushing: false,
         }
+    }
+
+    /// The same repository, for pushing to: bearer tokens are asked for with push rights.
+    pub fn for_push(mut self) -> Registry {
+        self.pushing = true;
+        self
     }
 
     /// GET `url`, answering one auth challenge if the registry sends one.
     fn get(&mut self, url: &str, accept: Option<&str>) -> Result<ureq::http::Response<ureq::Body>> {
+        let headers: Vec<(&str, &str)> = accept.map(|a| ("Accept", a)).into_iter().collect();
+        self.send_with("GET", url, None, &headers, &[])
+            .map_err(|e| e.error)
+    }
+
+    /// Sends `method url` with `body` (HEAD and GET send none), answering one auth challenge. A
+    /// failure to get any answer says whether trying again may help ([`SendError`]).
+    pub fn send(
+        &mut self,
+        method: &str,
+        url: &str,
+        content_type: Option<&str>,
+        body: &[u8],
+    ) -> std::result::Result<ureq::http::Response<ureq::Body>, SendError> {
+        self.send_with(method, url, content_type, &[], body)
+    }
+
+    /// [`Registry::send`] with more headers.
+    pub fn send_with(
+        &mut self,
+        method: &str,
+        url: &str,
+        content_type: Option<&str>,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> std::result::Result<ureq::http::Response<ureq::Body>, SendError> {
         let mut challenged = false;
         loop {
-            let mut req = self.agent.get(url);
-            if let Some(a) = accept {
-                req = req.header("Accept", a);
-            }
-            if let Some(h) = &self.authorization {
-                req = req.header("Authorization", h);
-            }
-            let resp = req.call().map_err(|e| self.transport_error(e))?;
+            let auth = self.authorization.clone();
+            let resp = if method == "HEAD" || method == "GET" {
+                let mut req = if method == "HEAD" {
+                    self.agent.head(url)
+                } else {
+                    self.agent.get(url)
+                };
+                if let Some(h) = &auth {
+                    req = req.header("Authorization", h);
+                }
+                for (k, v) in headers {
+                    req = req.header(*k, *v);
+                }
+                req.call()
+            } else {
+                let mut req = ureq::http::Request::builder().method(method).uri(url);
+                if let Some(h) = &auth {
+                    req = req.header("Authorization", h);
+                }
+                if let Some(ct) = content_type {
+                    req = req.header("Content-Type", ct);
+                }
+                for (k, v) in headers {
+                    req = req.header(*k, *v);
+                }
+                let req = req.body(body).map_err(|e| SendError {
+                    error: anyhow!("{e}"),
+                    transient: false,
+                })?;
+                self.agent.run(req)
+            };
+            let resp = resp.map_err(|e| SendError {
+                transient: transient(&e),
+                error: self.transport_error(e),
+            })?;
             if resp.status() == 401 && !challenged {
                 challenged = true;
                 let header = resp
@@ -97,11 +192,32 @@ impl Registry {
                     .and_then(|v| v.to_str().ok())
                     .unwrap_or("")
                     .to_string();
-                self.answer_challenge(&header)?;
+                self.answer_challenge(&header).map_err(|error| SendError {
+                    error,
+                    transient: false,
+                })?;
                 continue;
             }
             return Ok(resp);
         }
+    }
+
+    /// `BASE/v2/REPOSITORY/{rest}`; a `Location` the registry sent, made absolute.
+    pub fn url(&self, rest: &str) -> String {
+        format!("{}/v2/{}/{rest}", self.base, self.repository)
+    }
+
+    pub fn absolute(&self, location: &str) -> String {
+        if location.starts_with("http://") || location.starts_with("https://") {
+            location.to_string()
+        } else {
+            format!("{}{location}", self.base)
+        }
+    }
+
+    /// A non-2xx answer as an error naming `what`.
+    pub fn refused(&self, what: &str, resp: ureq::http::Response<ureq::Body>) -> anyhow::Error {
+        self.status_error(what, resp)
     }
 
     fn answer_challenge(&mut self, header: &str) -> Result<()> {
@@ -124,17 +240,20 @@ impl Registry {
         bail!("unauthorized: the registry sent an authentication challenge opreg does not support")
     }
 
-    /// The bearer-token flow: ask the challenge's realm for a pull token for this repository.
+    /// The bearer-token flow: ask the challenge's realm for a token for this repository (to
+    /// pull, or to push as well).
     fn fetch_token(&mut self, c: &auth::Challenge) -> Result<String> {
         let realm = c
             .params
             .get("realm")
             .ok_or_else(|| anyhow!("unauthorized: a bearer challenge without a realm"))?;
-        let scope = c
-            .params
-            .get("scope")
-            .cloned()
-            .unwrap_or_else(|| format!("repository:{}:pull", self.repository));
+        // A push asks for push rights from the first challenge on (a HEAD's names only pull):
+        // registries that grant exactly the scope asked for would refuse the upload otherwise.
+        let scope = match c.params.get("scope") {
+            Some(s) if !self.pushing || s.contains("push") => s.clone(),
+            _ if self.pushing => format!("repository:{}:pull,push", self.repository),
+            _ => format!("repository:{}:pull", self.repository),
+        };
         let service = c.params.get("service").cloned().unwrap_or_default();
         let resp = match &self.credential {
             Some(Credential::IdentityToken { token, .. }) => self
@@ -216,6 +335,9 @@ impl Registry {
     /// Turns a non-2xx answer into an error naming what was not found or not allowed.
     fn status_error(&self, what: &str, resp: ureq::http::Response<ureq::Body>) -> anyhow::Error {
         let status = resp.status().as_u16();
+        let retry_after = retry_after(&resp)
+            .map(|s| format!("; Retry-After {s} s"))
+            .unwrap_or_default();
         let body =
             read_limited(resp.into_body().into_reader(), 64 * 1024, "error").unwrap_or_default();
         let code = serde_json::from_slice::<serde_json::Value>(&body)
@@ -249,7 +371,7 @@ impl Registry {
                 ),
             },
             s => anyhow!(
-                "the registry answered HTTP {s} for {what}{}",
+                "the registry answered HTTP {s} for {what}{}{retry_after}",
                 if code.is_empty() {
                     String::new()
                 } else {

@@ -2,8 +2,9 @@
 //! file per package, opm's layout), and laid over a base image as reproducible layers, with the
 //! opreg database pre-built from exactly those files when the base's server can read it.
 //!
-//! The image is first written to a private OCI layout ([`Staged`]); [`write_targets`] then
-//! copies it to `oci:DIR[:TAG]` layouts, and a push sends it to registries.
+//! The image is first written to a private OCI layout ([`Staged`]); [`write_layouts`] then
+//! copies it to `oci:DIR[:TAG]` layouts, and [`push_registries`] sends it to registries
+//! ([`crate::image::push`]).
 //!
 //! | module | owns |
 //! |---|---|
@@ -19,6 +20,7 @@ use crate::diag::Diagnostic;
 use crate::error::Error;
 use crate::image::layout::{LayoutWriter, Top};
 use crate::image::manifest::{self, Platform};
+use crate::image::push::{PushOptions, Pushed};
 use crate::image::reference::{self, ImageSource, Reference};
 use layer::{LayerBuilder, Owner, ROOT};
 use std::path::{Path, PathBuf};
@@ -347,4 +349,70 @@ pub fn write_layouts(staged: &Staged, targets: &[Target]) -> Result<Vec<String>,
         });
     }
     Ok(written)
+}
+
+/// Pushes the staged image to every registry target, in order; stops at the first that
+/// fails. Blobs of a `--base` on the same registry are mounted from its repository.
+pub fn push_registries(
+    staged: &Staged,
+    targets: &[Target],
+    opts: &BuildOptions,
+    chunk_size: u64,
+) -> Result<Vec<(Reference, Pushed)>, Error> {
+    let base = opts
+        .base
+        .as_deref()
+        .and_then(|b| match reference::parse_source(b) {
+            Ok(ImageSource::Registry(r)) => Some(r),
+            _ => None,
+        });
+    let mut pushed = Vec::new();
+    for t in targets {
+        let Target::Registry(r) = t else { continue };
+        let mut push = PushOptions::new(opts.image.connection());
+        push.chunk_size = chunk_size;
+        push.progress = opts.progress;
+        push.mount_from = base
+            .as_ref()
+            .filter(|b| b.registry == r.registry)
+            .map(|b| b.repository.clone());
+        let done = crate::image::push::push(&staged.image, r, &push).map_err(Error::failed)?;
+        pushed.push((r.clone(), done));
+    }
+    Ok(pushed)
+}
+
+/// `opreg image push`: the image `source` names (`oci:DIR[:TAG]`) pushed to the registry
+/// reference `target`, blobs above `chunk_size` bytes in chunks, with a bar of the bytes done
+/// when `progress` is set.
+pub fn push_layout(
+    source: &str,
+    target: &str,
+    args: &crate::image::ImageArgs,
+    chunk_size: u64,
+    progress: bool,
+) -> Result<(Reference, Pushed), Error> {
+    let (dir, tag) = match Target::parse(source)? {
+        Target::Layout { dir, tag } => (dir, tag),
+        Target::Registry(_) => {
+            return Err(Error::Usage(format!(
+                "{source}: the image to push is an OCI layout, oci:DIR[:TAG]"
+            )))
+        }
+    };
+    let to = match Target::parse(target)? {
+        Target::Registry(r) => r,
+        Target::Layout { .. } => {
+            return Err(Error::Usage(format!(
+                "{target}: push to a registry reference (copy layouts with `skopeo copy`)"
+            )))
+        }
+    };
+    let img = crate::image::layout::read_image(&dir, tag.as_deref(), args.max_manifest_size)
+        .map_err(|e| Error::failed(format!("{source}: {e:#}")))?;
+    let mut push = PushOptions::new(args.connection());
+    push.chunk_size = chunk_size;
+    push.progress = progress;
+    let pushed = crate::image::push::push(&img, &to, &push).map_err(Error::failed)?;
+    Ok((to, pushed))
 }

@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod ctx;
+pub mod faults;
 pub mod throttle;
 pub mod token;
 
