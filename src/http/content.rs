@@ -143,7 +143,8 @@ impl Lines<'_> {
                     return Err(e.into());
                 }
                 match diags.iter().find(|d| d.is_error()) {
-                    Some(d) => anyhow::bail!("{} changed while it was served: {d}", root.display()),
+                    // It was read without error by the build just before: it changed since.
+                    Some(d) => anyhow::bail!("{} changed since it was read: {d}", root.display()),
                     None => Ok(()),
                 }
             }

@@ -154,7 +154,7 @@ fn refused(reg: &Registry, what: &str, resp: Response) -> Failure {
     let status = resp.status().as_u16();
     let retry_after = super::registry::retry_after(&resp).map(|s| Duration::from_secs(s.min(60)));
     Failure {
-        error: reg.refused(what, resp),
+        error: reg.status_error(what, resp),
         transient: status == 429 || status >= 500,
         retry_after,
     }

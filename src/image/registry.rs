@@ -215,11 +215,6 @@ impl Registry {
         }
     }
 
-    /// A non-2xx answer as an error naming `what`.
-    pub fn refused(&self, what: &str, resp: ureq::http::Response<ureq::Body>) -> anyhow::Error {
-        self.status_error(what, resp)
-    }
-
     fn answer_challenge(&mut self, header: &str) -> Result<()> {
         let challenges = auth::parse_challenges(header);
         if let Some(c) = challenges.iter().find(|c| c.scheme == "bearer") {
@@ -333,7 +328,11 @@ impl Registry {
     }
 
     /// Turns a non-2xx answer into an error naming what was not found or not allowed.
-    fn status_error(&self, what: &str, resp: ureq::http::Response<ureq::Body>) -> anyhow::Error {
+    pub fn status_error(
+        &self,
+        what: &str,
+        resp: ureq::http::Response<ureq::Body>,
+    ) -> anyhow::Error {
         let status = resp.status().as_u16();
         let retry_after = retry_after(&resp)
             .map(|s| format!("; Retry-After {s} s"))
