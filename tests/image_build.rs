@@ -404,6 +404,33 @@ fn refusals_are_one_line() {
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("dynamically linked"), "{stderr}");
     assert!(stderr.contains("--base"), "{stderr}");
+    // The default base has one platform, the binary's: another one is refused whatever the
+    // binary's linking, and names both.
+    let foreign = if cfg!(target_arch = "s390x") {
+        "linux/ppc64le"
+    } else {
+        "linux/s390x"
+    };
+    let (code, _, stderr) = build(
+        &[cat.to_str().unwrap(), "--platform", foreign, "-t", &t],
+        None,
+    );
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains(&format!("--platform {foreign}")), "{stderr}");
+    assert!(stderr.contains("the default base is this opreg binary"), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    // The binary's own platform passes that check (and meets the linking one).
+    let host = format!(
+        "linux/{}",
+        match std::env::consts::ARCH {
+            "x86_64" => "amd64",
+            "aarch64" => "arm64",
+            a => a,
+        }
+    );
+    let (code, _, stderr) = build(&[cat.to_str().unwrap(), "--platform", &host, "-t", &t], None);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("dynamically linked"), "{stderr}");
     // A base that is not an image.
     let (code, _, stderr) = build(
         &[
