@@ -316,6 +316,106 @@ fi
 [ "$failed" = "$before" ] || { echo "--- logs of $DEMO_CTR"; podman logs "$DEMO_CTR" 2>&1 | tail -n 20; }
 podman rm -f --ignore "$DEMO_CTR" >/dev/null 2>&1 || true
 
+echo "== community catalog image built by 'opreg image build' (no Dockerfile), in 30 MiB"
+# The static binary from the image built above builds the catalog image itself, with its default
+# base (itself); podman pulls the OCI layout and runs it as OLM runs a catalog pod, under the
+# 30 MiB memory target OpenShift sets for its catalog pods, swap included. Then what OLM's
+# catalog snapshot asks: ListPackages, a full ListBundles, GetBundleForChannel per channel head.
+before=$failed
+COMMUNITY="${OPREG_COMMUNITY_FBC:-$REPO/../shared/testdata/corpus/community-operators.fbc.json}"
+BUILT_IMAGE=localhost/opreg-community:smoke
+BUILT_CTR=opreg-smoke-community
+built_ms=""; snapshot_calls=0; snapshot_errors=0; built_peak=""
+if [ ! -f "$COMMUNITY" ]; then
+    fail "the community catalog is at $COMMUNITY (set OPREG_COMMUNITY_FBC)"
+else
+    bdir="$WORK/community-build"
+    rm -rf "$bdir" && mkdir -p "$bdir"
+    cid=$(podman create "$OPREG_IMAGE")
+    podman cp "$cid:/bin/opreg" "$bdir/opreg" && podman rm -f "$cid" >/dev/null
+    # Three icons of the converted catalog are unpadded base64, which opm and opreg reject:
+    # the same copy the tests use, with exactly those icons replaced by a valid one.
+    python3 - "$COMMUNITY" "$bdir/catalog/catalog.json" <<'EOF'
+import base64, binascii, json, os, sys
+src, dst = sys.argv[1], sys.argv[2]
+os.makedirs(os.path.dirname(dst), exist_ok=True)
+text, dec, i = open(src, encoding="utf-8").read(), json.JSONDecoder(), 0
+with open(dst, "w", encoding="utf-8") as out:
+    while True:
+        while i < len(text) and text[i].isspace():
+            i += 1
+        if i >= len(text):
+            break
+        obj, i = dec.raw_decode(text, i)
+        data = (obj.get("icon") or {}).get("base64data") if obj.get("schema") == "olm.package" else None
+        if data is not None:
+            try:
+                base64.b64decode(data, validate=True)
+            except (binascii.Error, ValueError):
+                obj["icon"]["base64data"] = "PHN2Zy8+"
+        out.write(json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n")
+EOF
+    t=$(now_ms)
+    code=0; out=$("$bdir/opreg" image build "$bdir/catalog" -t "oci:$bdir/layout:smoke" 2>&1) || code=$?
+    built_ms=$(( $(now_ms) - t ))
+    check "opreg image build (default base, the static binary) exits 0 in $built_ms ms" [ "$code" = 0 ]
+    [ "$code" = 0 ] || echo "$out" | tail -n 5
+    podman rmi -f "$BUILT_IMAGE" >/dev/null 2>&1 || true
+    id=$(podman pull -q "oci:$bdir/layout:smoke" 2>"$bdir/pull.log" | tail -n1 || true)
+    [ -n "$id" ] && podman tag "$id" "$BUILT_IMAGE" >/dev/null 2>&1 || tail -n 3 "$bdir/pull.log"
+    check "podman pulls the OCI layout" podman image exists "$BUILT_IMAGE"
+    check "its label operators.operatorframework.io.index.configs.v1=/configs" \
+        [ "$(inspect '{{index .Config.Labels "operators.operatorframework.io.index.configs.v1"}}' "$BUILT_IMAGE" 2>/dev/null)" = /configs ]
+    podman rm -f --ignore "$BUILT_CTR" >/dev/null 2>&1 || true
+    if ! podman image exists "$BUILT_IMAGE"; then
+        fail "not run: the image was not pulled"
+    elif ! run_olm_like --name "$BUILT_CTR" --user "$((1000600000 + RANDOM)):0" \
+        --memory 30m --memory-swap 30m "$BUILT_IMAGE" >/dev/null; then
+        fail "podman run under --memory 30m"
+    elif wait_serving "$BUILT_CTR"; then
+        pass "SERVING under --memory 30m --memory-swap 30m, random UID, read-only root, no network"
+        pid=$(pid_of "$BUILT_CTR")
+        snap="$WORK/community-snapshot"
+        rm -rf "$snap" && mkdir -p "$snap"
+        call() { grpcurl_in "$pid" -max-msg-sz 104857600 "$@" 127.0.0.1:50051 2>>"$snap/errors"; }
+        ok=0; call api.Registry/ListPackages >"$snap/packages" || ok=$?
+        snapshot_calls=$((snapshot_calls + 1)); [ "$ok" = 0 ] || snapshot_errors=$((snapshot_errors + 1))
+        ok=0; call api.Registry/ListBundles >"$snap/bundles" || ok=$?
+        snapshot_calls=$((snapshot_calls + 1)); [ "$ok" = 0 ] || snapshot_errors=$((snapshot_errors + 1))
+        bundles=$(grep -c '^  "csvName"' "$snap/bundles" || true)
+        # Every channel head, from GetPackage of every listed package.
+        sed -n 's/^  "name": "\(.*\)"$/\1/p' "$snap/packages" >"$snap/names"
+        : >"$snap/heads"
+        while read -r p; do
+            ok=0; call -d "{\"name\":\"$p\"}" api.Registry/GetPackage >"$snap/pkg" || ok=$?
+            snapshot_calls=$((snapshot_calls + 1)); [ "$ok" = 0 ] || snapshot_errors=$((snapshot_errors + 1))
+            sed -n 's/^      "name": "\(.*\)",\{0,1\}$/\1/p' "$snap/pkg" | sed "s|^|$p\t|" >>"$snap/heads"
+        done <"$snap/names"
+        heads=0
+        while IFS=$'\t' read -r p c; do
+            heads=$((heads + 1))
+            ok=0; call -d "{\"pkgName\":\"$p\",\"channelName\":\"$c\"}" api.Registry/GetBundleForChannel >/dev/null || ok=$?
+            snapshot_calls=$((snapshot_calls + 1)); [ "$ok" = 0 ] || snapshot_errors=$((snapshot_errors + 1))
+        done <"$snap/heads"
+        npkgs=$(wc -l <"$snap/names")
+        check "ListPackages lists the community catalog ($npkgs packages)" [ "$npkgs" -ge 300 ]
+        check "a full ListBundles streams every bundle of every channel ($bundles)" [ "$bundles" -ge 6000 ]
+        check "GetBundleForChannel answers for every channel head ($heads)" [ "$heads" -ge 600 ]
+        check "$snapshot_calls calls, $snapshot_errors errors" [ "$snapshot_errors" = 0 ]
+        [ "$snapshot_errors" = 0 ] || head -n 5 "$snap/errors"
+        cg=$(podman inspect --format '{{.State.CgroupPath}}' "$BUILT_CTR" 2>/dev/null || true)
+        for f in "/sys/fs/cgroup$cg/memory.peak" "/sys/fs/cgroup/memory$cg/memory.max_usage_in_bytes"; do
+            [ -n "$cg" ] && [ -r "$f" ] && { built_peak=$(cat "$f"); break; }
+        done
+        check "still running, not OOM-killed" bash -c '[ "$(podman inspect --format "{{.State.Running}} {{.State.OOMKilled}}" "$1")" = "true false" ]' _ "$BUILT_CTR"
+        check "SIGTERM stops it with exit code 0 within ${STOP_LIMIT_MS} ms" sigterm_stops "$BUILT_CTR"
+    else
+        fail "SERVING under --memory 30m within ${SERVING_TIMEOUT} s (state: $(podman inspect --format '{{.State.Status}} exit {{.State.ExitCode}} oom {{.State.OOMKilled}}' "$BUILT_CTR" 2>&1))"
+    fi
+fi
+[ "$failed" = "$before" ] || { echo "--- logs of $BUILT_CTR"; podman logs "$BUILT_CTR" 2>&1 | tail -n 20; }
+podman rm -f --ignore "$BUILT_CTR" >/dev/null 2>&1 || true
+
 echo "== opm entry point"
 code=0; out=$(podman run --rm --network none "$CATALOG_IMAGE" index add 2>&1) || code=$?
 check "'opm index add' is refused with exit code 2 (got $code: $out)" \
@@ -327,6 +427,7 @@ echo "  opreg image ($OPREG_IMAGE):           $(mb "$opreg_size") ($opreg_size b
 echo "  catalog image ($CATALOG_IMAGE): $(mb "$catalog_size") ($catalog_size bytes)"
 echo "  podman run -> SERVING (catalog image):  ${serving_ms:-n/a} ms (catalog load in the server: ${load_ms:-n/a} ms)"
 echo "  SIGTERM -> exit (catalog image):        ${catalog_stop_ms:-n/a} ms"
+echo "  opreg image build, community catalog:    ${built_ms:-n/a} ms; in 30 MiB: $snapshot_calls calls, $snapshot_errors errors, cgroup memory peak ${built_peak:+$(mb "$built_peak")}"
 echo "  image builds: $build_s s; whole script: $(( $(date +%s) - started_all )) s"
 echo "container-smoke: $passed passed, $failed failed"
 [ "$failed" = 0 ]

@@ -80,9 +80,15 @@ fn all_and_metas_serve_every_meta_as_given_in_walk_order() {
 
 #[test]
 fn a_database_source_is_served_as_its_catalog_renders() {
-    // An opreg database has no FBC to give back: its catalog is written as render orders it.
+    // An opreg database has no FBC to give back: its catalog is written as render orders it,
+    // package by package (read back one package at a time), the metas of no package last.
     let dir = tempfile::tempdir().unwrap();
     let src = source(dir.path());
+    std::fs::write(
+        src.join("0-more.yaml"),
+        "schema: example.root\nname: r\nnote: of no package\n---\nschema: olm.package\nname: a\ndefaultChannel: c\n---\nschema: olm.channel\npackage: a\nname: c\nentries:\n  - name: a.v2\n    replaces: a.v1\n  - name: a.v1\n---\nschema: olm.bundle\npackage: a\nname: a.v1\nimage: example.com/a:v1\nproperties:\n  - {type: olm.package, value: {packageName: a, version: 1.0.0}}\n---\nschema: olm.bundle\npackage: a\nname: a.v2\nimage: example.com/a:v2\nproperties:\n  - {type: olm.package, value: {packageName: a, version: 2.0.0}}\n  - {type: olm.gvk, value: {group: a.example.com, kind: A, version: v1}}\nrelatedImages:\n  - {name: op, image: example.com/a-op:v2}\n---\nschema: olm.deprecations\npackage: p\nentries:\n  - reference: {schema: olm.bundle, name: p.v1}\n    message: p.v1 is gone\n---\nschema: example.custom\npackage: q\nname: of a package with no olm.package\n",
+    )
+    .unwrap();
     let db = dir.path().join("c.db");
     let (code, _, err) =
         common::opreg(&["ingest", src.to_str().unwrap(), "-o", db.to_str().unwrap()]);
@@ -93,15 +99,41 @@ fn a_database_source_is_served_as_its_catalog_renders() {
     let url = format!("http://127.0.0.1:{http}/catalogs/catalog/api/v1/all");
     let (code, all) = common::rt().block_on(get(&url));
     assert_eq!(code, 200, "{}", server.log());
-    let schemas: Vec<String> = all
+    let served: Vec<serde_json::Value> = all
         .lines()
-        .map(|l| {
-            let v: serde_json::Value = serde_json::from_str(l).unwrap();
-            v["schema"].as_str().unwrap().to_string()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    // The oracle: `render` of the same database, which reads the whole catalog at once.
+    let (code, rendered, err) = common::opreg(&["render", db.to_str().unwrap(), "-o", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let rendered: Vec<serde_json::Value> = serde_json::Deserializer::from_str(&rendered)
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(served, rendered);
+    let order: Vec<(String, String)> = served
+        .iter()
+        .map(|v| {
+            let s = |k: &str| v[k].as_str().unwrap_or_default().to_string();
+            (s("schema"), if s("package").is_empty() { s("name") } else { s("package") })
         })
         .collect();
-    assert_eq!(
-        schemas,
-        ["olm.package", "olm.channel", "olm.bundle", "example.custom"]
-    );
+    let want = [
+        ("olm.package", "a"),
+        ("olm.channel", "a"),
+        ("olm.bundle", "a"),
+        ("olm.bundle", "a"),
+        ("olm.package", "p"),
+        ("olm.channel", "p"),
+        ("olm.bundle", "p"),
+        ("example.custom", "p"),
+        ("olm.deprecations", "p"),
+        ("example.custom", "q"),
+        ("example.root", "r"),
+    ];
+    let want: Vec<(String, String)> = want
+        .iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect();
+    assert_eq!(order, want);
 }

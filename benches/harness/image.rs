@@ -19,9 +19,9 @@ pub struct ImageRow {
 }
 
 /// A registry process on a free loopback port, killed on drop.
-struct Registry {
+pub struct Registry {
     child: Child,
-    port: u16,
+    pub port: u16,
 }
 
 impl Drop for Registry {
@@ -31,7 +31,7 @@ impl Drop for Registry {
     }
 }
 
-fn start_registry(work: &Path) -> Result<Registry, String> {
+pub fn start_registry(work: &Path) -> Result<Registry, String> {
     let port = free_port();
     let root = work.join("registry");
     let _ = std::fs::remove_dir_all(&root);
@@ -73,9 +73,10 @@ fn sha_file(p: &Path) -> Result<String, String> {
     Ok(format!("sha256:{:x}", h.finalize()))
 }
 
-fn push_blob(base: &str, data: &Path) -> Result<String, String> {
+/// Uploads the file `data` as a blob of `repo`, monolithically (POST, then one PUT).
+pub fn push_blob(base: &str, repo: &str, data: &Path) -> Result<String, String> {
     let digest = sha_file(data)?;
-    let resp = ureq::post(&format!("{base}/v2/bench/catalog/blobs/uploads/"))
+    let resp = ureq::post(&format!("{base}/v2/{repo}/blobs/uploads/"))
         .send_empty()
         .map_err(|e| e.to_string())?;
     let loc = resp.headers()["location"]
@@ -123,7 +124,7 @@ fn push_catalog(base: &str, catalog: &Path, work: &Path) -> Result<(String, u64)
         gz.finish().map_err(|e| e.to_string())?;
     }
     let _ = std::fs::remove_file(&tar_path);
-    let layer = push_blob(base, &gz_path)?;
+    let layer = push_blob(base, "bench/catalog", &gz_path)?;
     let layer_size = std::fs::metadata(&gz_path)
         .map_err(|e| e.to_string())?
         .len();
@@ -136,7 +137,7 @@ fn push_catalog(base: &str, catalog: &Path, work: &Path) -> Result<(String, u64)
     .to_string();
     let config_path = work.join("config.json");
     std::fs::write(&config_path, &config).map_err(|e| e.to_string())?;
-    let config_digest = push_blob(base, &config_path)?;
+    let config_digest = push_blob(base, "bench/catalog", &config_path)?;
     let manifest = serde_json::json!({
         "schemaVersion": 2,
         "mediaType": "application/vnd.oci.image.manifest.v1+json",
@@ -206,7 +207,7 @@ impl Pushed {
 }
 
 impl Registry {
-    fn base(&self) -> String {
+    pub fn base(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
     }
 }

@@ -33,6 +33,7 @@ mod floor;
 mod growth;
 mod http;
 mod image;
+mod image_build;
 mod load;
 mod measure;
 mod memload;
@@ -550,6 +551,12 @@ fn run(mut a: RunArgs) {
             eprintln!("harness: registry ingest not measured: {e}");
         }
         image::section(&mut report, &primary.name, &row);
+        eprintln!("harness: == {}: image build and push ==", primary.name);
+        let row = image_build::measure(&bin, &primary.path, &work);
+        if let Err(e) = &row {
+            eprintln!("harness: image build not measured: {e}");
+        }
+        image_build::section(&mut report, &primary.name, &row);
         eprintln!("harness: == {}: catalogd HTTP API ==", primary.name);
         let row = http::measure(&bin, &primary.path, &work, dur);
         if let Err(e) = &row {

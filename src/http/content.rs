@@ -6,7 +6,9 @@
 //! whole (fields opreg does not know included), as Go's encoder writes a decoded object
 //! ([`crate::json::go_object`]), except that integers keep their value where Go's decoder
 //! rounds them through a float64. Other sources, which catalogd cannot serve, are written as
-//! `render -o json` orders them, one compact object per line ([`Lines::Catalog`]).
+//! `render -o json` orders them, one compact object per line, handed over one package at a
+//! time ([`Lines::Parts`], from the built database), so that writing them never holds the
+//! whole catalog in memory.
 //!
 //! Its gzip and zstd copies are written beside it at the same time, so a compressed answer
 //! costs no compression per request. The files are served from disk, so no request holds the
@@ -114,6 +116,9 @@ impl Content {
     }
 }
 
+/// A walk over a catalog's parts.
+pub type Walk<'a> = dyn Fn(&mut dyn FnMut(Catalog) -> Result<()>) -> Result<()> + 'a;
+
 /// What a version's lines are written from.
 pub enum Lines<'a> {
     /// An FBC directory or file, read again meta by meta (never `exclude`'s files).
@@ -121,14 +126,15 @@ pub enum Lines<'a> {
         root: &'a Path,
         exclude: &'a [PathBuf],
     },
-    /// A catalog read from another kind of source.
-    Catalog(&'a Catalog),
+    /// Another kind of source, as a walk over its parts (one package each, from the built
+    /// database) that hands each part to its argument, in render order.
+    Parts(&'a Walk<'a>),
 }
 
 impl Lines<'_> {
     fn write(&self, out: &mut dyn Write) -> Result<()> {
         match self {
-            Lines::Catalog(c) => Ok(fbc::render_lines(c, out)?),
+            Lines::Parts(walk) => walk(&mut |c| Ok(fbc::render_lines(&c, out)?)),
             Lines::Fbc { root, exclude } => {
                 let mut diags = Vec::new();
                 let mut failed: Option<std::io::Error> = None;

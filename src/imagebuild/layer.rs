@@ -1,5 +1,5 @@
 //! Reproducible image layers: a tar stream of entries sorted by path (whiteouts before their
-//! siblings), with fixed owners, modes and timestamps and no user or group names, compressed by
+//! siblings, hard links right after the entry they link to, which an unpacker needs first), with fixed owners, modes and timestamps and no user or group names, compressed by
 //! gzip with no name and no time in its header. The same entries give the same bytes, and so
 //! the same digest, on any machine and at any time.
 //!
@@ -180,9 +180,23 @@ impl LayerBuilder {
 
     /// Writes the layer to `dir/<random>.tar.gz`.
     pub fn write(mut self, dir: &Path) -> io::Result<Layer> {
-        // Sorted component by component, whiteouts before their siblings.
+        // Sorted component by component, whiteouts before their siblings; then each hard link
+        // moved to just after its target, which must exist when the link is unpacked.
         self.entries
             .sort_by(|a, b| sort_key(&a.path).cmp(&sort_key(&b.path)));
+        let (links, mut rest): (Vec<Entry>, Vec<Entry>) = std::mem::take(&mut self.entries)
+            .into_iter()
+            .partition(|e| matches!(e.content, Content::Hardlink(_)));
+        for l in links.into_iter().rev() {
+            let Content::Hardlink(target) = &l.content else {
+                unreachable!("partitioned on hard links")
+            };
+            let at = rest.iter().position(|e| &e.path == target).ok_or_else(|| {
+                io::Error::other(format!("hard link {} to {target}, which is not in the layer", l.path))
+            })?;
+            rest.insert(at + 1, l);
+        }
+        self.entries = rest;
         let file = tempfile::Builder::new()
             .prefix("layer-")
             .suffix(".tar.gz")
@@ -348,5 +362,35 @@ mod tests {
         );
         assert!(n.iter().all(|e| e.3 == 42 && e.2 == 0));
         assert_eq!(n[4].1, 0o1777);
+    }
+
+    #[test]
+    fn hard_links_follow_their_target() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("f");
+        std::fs::write(&src, b"binary").unwrap();
+        let mut b = LayerBuilder::new(0);
+        b.dir("bin", 0o755, ROOT);
+        b.hardlink("bin/grpc_health_probe", "bin/opreg");
+        b.file("bin/opreg", 0o755, ROOT, &src);
+        b.hardlink("bin/opm", "bin/opreg");
+        b.file("bin/zz", 0o755, ROOT, &src);
+        let layer = b.write(dir.path()).unwrap();
+        let paths: Vec<String> = names(&layer).into_iter().map(|e| e.0).collect();
+        assert_eq!(
+            paths,
+            ["bin/", "bin/opreg", "bin/grpc_health_probe", "bin/opm", "bin/zz"]
+        );
+        // And it unpacks: each link finds its target already there.
+        let out = dir.path().join("out");
+        let f = std::fs::File::open(&layer.path).unwrap();
+        tar::Archive::new(flate2::read::GzDecoder::new(f))
+            .unpack(&out)
+            .unwrap();
+        assert_eq!(std::fs::read(out.join("bin/opm")).unwrap(), b"binary");
+        let mut b = LayerBuilder::new(0);
+        b.hardlink("bin/opm", "bin/missing");
+        let e = b.write(dir.path()).unwrap_err();
+        assert!(e.to_string().contains("bin/missing"), "{e}");
     }
 }

@@ -133,7 +133,8 @@ struct Fbc<'a> {
 }
 
 /// With `--http-port`, the JSONL catalogd serves is written once per built version: from an
-/// FBC source, each meta as given; from any other, the catalog read back from the database.
+/// FBC source, each meta as given; from any other, the catalog read back from the database
+/// one package at a time.
 fn with_content(store: Store, p: &Prepare<'_>, fbc: Option<&Fbc<'_>>) -> Result<Prepared> {
     let Some((path, prev)) = p.render else {
         return Ok(Prepared {
@@ -151,7 +152,10 @@ fn with_content(store: Store, p: &Prepare<'_>, fbc: Option<&Fbc<'_>>) -> Result<
             };
             Content::write(lines, path, prev)?
         }
-        None => Content::write(Lines::Catalog(&store.load_catalog()?), path, prev)?,
+        None => {
+            let walk = |f: &mut dyn FnMut(_) -> _| store.for_each_package(f);
+            Content::write(Lines::Parts(&walk), path, prev)?
+        }
     };
     Ok(Prepared {
         store,

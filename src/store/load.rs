@@ -9,11 +9,43 @@ use anyhow::Result;
 impl Store {
     /// Reads the whole catalog back into the model (render, re-ingest, resolution).
     pub fn load_catalog(&self) -> Result<Catalog> {
+        self.load_where(None)
+    }
+
+    /// Calls `f` with the catalog one package at a time, in name order (the packages and the
+    /// other metas of one package name), then with the metas of no package: in memory, never
+    /// more than one package. Rendering each in turn writes what rendering the whole would.
+    pub fn for_each_package(&self, f: &mut dyn FnMut(Catalog) -> Result<()>) -> Result<()> {
+        let names: Vec<String> = {
+            let c = self.conn()?;
+            let mut st = c.prepare(
+                "SELECT name FROM package UNION SELECT package FROM custom_meta WHERE package != '' ORDER BY 1",
+            )?;
+            let names = st.query_map([], |r| r.get(0))?;
+            names.collect::<rusqlite::Result<_>>()?
+        };
+        for n in names.iter().map(String::as_str).chain([""]) {
+            f(self.load_where(Some(n))?)?;
+        }
+        Ok(())
+    }
+
+    /// The catalog, or only what belongs to the package named `package` (`""`: the metas of no
+    /// package).
+    fn load_where(&self, package: Option<&str>) -> Result<Catalog> {
         let c = self.conn()?;
         let origin = Origin::file(self.inner.path.display().to_string());
         let mut cat = Catalog::default();
-        let mut st = c.prepare("SELECT name, default_channel, description, icon_data, icon_mediatype, properties FROM package ORDER BY name")?;
-        let rows = st.query_map([], |r| {
+        // Every query below, narrowed to the package when one is asked for.
+        let args: Vec<&str> = package.into_iter().collect();
+        let args = || rusqlite::params_from_iter(args.iter());
+        let only = |clause: &str| match package {
+            Some(_) => format!(" WHERE {clause}"),
+            None => String::new(),
+        };
+        let of_bundles = only("bundle_id IN (SELECT id FROM bundle WHERE package = ?1)");
+        let mut st = c.prepare(&format!("SELECT name, default_channel, description, icon_data, icon_mediatype, properties FROM package{} ORDER BY name", only("name = ?1")))?;
+        let rows = st.query_map(args(), |r| {
             Ok(Package {
                 name: r.get(0)?,
                 default_channel: r.get(1)?,
@@ -37,9 +69,11 @@ impl Store {
             let p = p?;
             cat.packages.insert(p.name.clone(), p);
         }
-        let mut st =
-            c.prepare("SELECT package, name, properties FROM channel ORDER BY package, name")?;
-        let mut rows = st.query([])?;
+        let mut st = c.prepare(&format!(
+            "SELECT package, name, properties FROM channel{} ORDER BY package, name",
+            only("package = ?1")
+        ))?;
+        let mut rows = st.query(args())?;
         while let Some(r) = rows.next()? {
             let pkg: String = r.get(0)?;
             let name: String = r.get(1)?;
@@ -55,8 +89,8 @@ impl Store {
                 );
             }
         }
-        let mut st = c.prepare("SELECT package, channel, bundle, replaces, skips, skip_range FROM channel_entry ORDER BY package, channel, seq")?;
-        let mut rows = st.query([])?;
+        let mut st = c.prepare(&format!("SELECT package, channel, bundle, replaces, skips, skip_range FROM channel_entry{} ORDER BY package, channel, seq", only("package = ?1")))?;
+        let mut rows = st.query(args())?;
         while let Some(r) = rows.next()? {
             let (pkg, ch): (String, String) = (r.get(0)?, r.get(1)?);
             if let Some(c) = cat
@@ -73,8 +107,11 @@ impl Store {
             }
         }
         let mut ids = std::collections::HashMap::new();
-        let mut st = c.prepare("SELECT id, package, name, image FROM bundle ORDER BY id")?;
-        let mut rows = st.query([])?;
+        let mut st = c.prepare(&format!(
+            "SELECT id, package, name, image FROM bundle{} ORDER BY id",
+            only("package = ?1")
+        ))?;
+        let mut rows = st.query(args())?;
         while let Some(r) = rows.next()? {
             let (id, pkg, name): (i64, String, String) = (r.get(0)?, r.get(1)?, r.get(2)?);
             ids.insert(id, (pkg.clone(), name.clone()));
@@ -91,10 +128,10 @@ impl Store {
                 );
             }
         }
-        let mut st = c.prepare(
-            "SELECT bundle_id, type, value FROM bundle_property ORDER BY bundle_id, seq",
-        )?;
-        let mut rows = st.query([])?;
+        let mut st = c.prepare(&format!(
+            "SELECT bundle_id, type, value FROM bundle_property{of_bundles} ORDER BY bundle_id, seq"
+        ))?;
+        let mut rows = st.query(args())?;
         while let Some(r) = rows.next()? {
             if let Some(b) = bundle_by_id(&mut cat, &ids, r.get(0)?) {
                 b.properties.push(Property {
@@ -103,9 +140,10 @@ impl Store {
                 });
             }
         }
-        let mut st =
-            c.prepare("SELECT bundle_id, name, image FROM related_image ORDER BY bundle_id, seq")?;
-        let mut rows = st.query([])?;
+        let mut st = c.prepare(&format!(
+            "SELECT bundle_id, name, image FROM related_image{of_bundles} ORDER BY bundle_id, seq"
+        ))?;
+        let mut rows = st.query(args())?;
         while let Some(r) = rows.next()? {
             if let Some(b) = bundle_by_id(&mut cat, &ids, r.get(0)?) {
                 b.related_images.push(RelatedImage {
@@ -114,10 +152,11 @@ impl Store {
                 });
             }
         }
-        let mut st = c.prepare(
-            "SELECT package, schema, name, message FROM deprecation_entry ORDER BY package, seq",
-        )?;
-        let mut rows = st.query([])?;
+        let mut st = c.prepare(&format!(
+            "SELECT package, schema, name, message FROM deprecation_entry{} ORDER BY package, seq",
+            only("package = ?1")
+        ))?;
+        let mut rows = st.query(args())?;
         while let Some(r) = rows.next()? {
             let pkg: String = r.get(0)?;
             if let Some(p) = cat.packages.get_mut(&pkg) {
@@ -134,9 +173,11 @@ impl Store {
                     });
             }
         }
-        let mut st =
-            c.prepare("SELECT schema, package, name, blob FROM custom_meta ORDER BY seq")?;
-        let metas = st.query_map([], |r| {
+        let mut st = c.prepare(&format!(
+            "SELECT schema, package, name, blob FROM custom_meta{} ORDER BY seq",
+            only("package = ?1")
+        ))?;
+        let metas = st.query_map(args(), |r| {
             Ok(Meta {
                 schema: r.get(0)?,
                 package: r.get(1)?,
