@@ -115,7 +115,14 @@ fn a_database_source_is_served_as_its_catalog_renders() {
         .iter()
         .map(|v| {
             let s = |k: &str| v[k].as_str().unwrap_or_default().to_string();
-            (s("schema"), if s("package").is_empty() { s("name") } else { s("package") })
+            (
+                s("schema"),
+                if s("package").is_empty() {
+                    s("name")
+                } else {
+                    s("package")
+                },
+            )
         })
         .collect();
     let want = [

@@ -416,8 +416,14 @@ fn refusals_are_one_line() {
         None,
     );
     assert_eq!(code, 2, "{stderr}");
-    assert!(stderr.contains(&format!("--platform {foreign}")), "{stderr}");
-    assert!(stderr.contains("the default base is this opreg binary"), "{stderr}");
+    assert!(
+        stderr.contains(&format!("--platform {foreign}")),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("the default base is this opreg binary"),
+        "{stderr}"
+    );
     assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
     // The binary's own platform passes that check (and meets the linking one).
     let host = format!(
@@ -428,7 +434,10 @@ fn refusals_are_one_line() {
             a => a,
         }
     );
-    let (code, _, stderr) = build(&[cat.to_str().unwrap(), "--platform", &host, "-t", &t], None);
+    let (code, _, stderr) = build(
+        &[cat.to_str().unwrap(), "--platform", &host, "-t", &t],
+        None,
+    );
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("dynamically linked"), "{stderr}");
     // A base that is not an image.

@@ -130,13 +130,19 @@ fn layout_blobs(dir: &Path) -> Result<(Vec<PathBuf>, Vec<u8>), String> {
         .ok_or("index.json names no manifest")?;
     let manifest = read(m)?;
     let v: serde_json::Value = serde_json::from_slice(&manifest).map_err(e)?;
-    let mut blobs = vec![v["config"]["digest"].as_str().unwrap_or_default().to_string()];
+    let mut blobs = vec![v["config"]["digest"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()];
     for l in v["layers"].as_array().ok_or("the manifest has no layers")? {
         blobs.push(l["digest"].as_str().unwrap_or_default().to_string());
     }
     let paths = blobs
         .iter()
-        .map(|d| dir.join("blobs/sha256").join(d.trim_start_matches("sha256:")))
+        .map(|d| {
+            dir.join("blobs/sha256")
+                .join(d.trim_start_matches("sha256:"))
+        })
         .collect();
     Ok((paths, manifest))
 }
@@ -164,7 +170,12 @@ pub fn measure(bin: &Path, catalog: &Path, work: &Path) -> Result<BuildRow, Stri
     let ingest = best((0..RUNS).map(|_| {
         let _ = std::fs::remove_file(&db);
         run_child(
-            Command::new(bin).arg("ingest").arg(&src).arg("-o").arg(&db).arg("-q"),
+            Command::new(bin)
+                .arg("ingest")
+                .arg(&src)
+                .arg("-o")
+                .arg(&db)
+                .arg("-q"),
             &errf,
         )
     }))?;
@@ -213,7 +224,15 @@ pub fn measure(bin: &Path, catalog: &Path, work: &Path) -> Result<BuildRow, Stri
     let push_to = |repo: &str| {
         run_child(
             Command::new(bin)
-                .args(["image", "build", "--push", "--use-http", "--base", &base, "-t"])
+                .args([
+                    "image",
+                    "build",
+                    "--push",
+                    "--use-http",
+                    "--base",
+                    &base,
+                    "-t",
+                ])
                 .arg(format!("127.0.0.1:{}/{repo}:v1", reg.port))
                 .arg(&src),
             &errf,
@@ -268,7 +287,14 @@ fn podman_build(bin: &Path, src: &Path, work: &Path) -> Result<(Duration, String
     let t = Instant::now();
     run_child(
         Command::new("podman")
-            .args(["build", "--pull=never", "--network", "none", "--no-cache", "-t"])
+            .args([
+                "build",
+                "--pull=never",
+                "--network",
+                "none",
+                "--no-cache",
+                "-t",
+            ])
             .arg("localhost/opreg-bench-catalog:podman")
             .arg("-f")
             .arg(&dockerfile)
@@ -322,7 +348,10 @@ pub fn section(w: &mut String, name: &str, row: &Result<BuildRow, String>) {
             let _ = writeln!(w, "\n`podman build --pull=never --no-cache` of the Dockerfile `opreg generate dockerfile -i {base}` writes for the same directory: {:.2} s, {:.1}× `opreg image build`.", t.as_secs_f64(), t.as_secs_f64() / b);
         }
         Err(x) => {
-            let _ = writeln!(w, "\n`podman build` of the generated Dockerfile: not measured ({x}).");
+            let _ = writeln!(
+                w,
+                "\n`podman build` of the generated Dockerfile: not measured ({x})."
+            );
         }
     }
 }

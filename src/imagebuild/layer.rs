@@ -192,7 +192,10 @@ impl LayerBuilder {
                 unreachable!("partitioned on hard links")
             };
             let at = rest.iter().position(|e| &e.path == target).ok_or_else(|| {
-                io::Error::other(format!("hard link {} to {target}, which is not in the layer", l.path))
+                io::Error::other(format!(
+                    "hard link {} to {target}, which is not in the layer",
+                    l.path
+                ))
             })?;
             rest.insert(at + 1, l);
         }
@@ -379,7 +382,13 @@ mod tests {
         let paths: Vec<String> = names(&layer).into_iter().map(|e| e.0).collect();
         assert_eq!(
             paths,
-            ["bin/", "bin/opreg", "bin/grpc_health_probe", "bin/opm", "bin/zz"]
+            [
+                "bin/",
+                "bin/opreg",
+                "bin/grpc_health_probe",
+                "bin/opm",
+                "bin/zz"
+            ]
         );
         // And it unpacks: each link finds its target already there.
         let out = dir.path().join("out");
