@@ -21,7 +21,12 @@ pub fn convert(
     format: RenderFormat,
 ) -> Result<String, String> {
     let mut diags = Vec::new();
-    let metas = fbc::decode_bytes(bytes, file, &mut diags);
+    // An empty stream holds no object (opm's template then has no entries).
+    let metas = if bytes.iter().all(u8::is_ascii_whitespace) {
+        Vec::new()
+    } else {
+        fbc::decode_bytes(bytes, file, &mut diags)
+    };
     if let Some(d) = diags.iter().find(|d| d.is_error()) {
         return Err(d.message.replace('\n', "; "));
     }

@@ -262,3 +262,7 @@ fn substitute(
     pkg.bundles.insert(sub.name.clone(), sub);
     valid(cat).map_err(invalid)
 }
+
+#[cfg(test)]
+#[path = "substitutes_tests.rs"]
+mod tests;
