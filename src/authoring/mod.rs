@@ -5,6 +5,7 @@
 //! |---|---|
 //! | [`init`] | the `olm.package` blob `opreg init` writes |
 //! | [`icon`] | an icon's media type, from its bytes |
+//! | [`migrate`] | `opreg migrate`: a catalog through opm's migrations, one directory per package |
 //!
 //! `opreg render-template`'s work: reading a template file, turning its bundle references into
 //! bundles (a bundle image, pulled like any image SOURCE; a local bundle directory; or, with
@@ -14,6 +15,7 @@
 
 pub mod icon;
 pub mod init;
+pub mod migrate;
 
 use crate::error::{Error, Result};
 use crate::image::opm::MigrateLevel;

@@ -13,6 +13,7 @@ pub mod image;
 pub mod ingest;
 pub mod init;
 pub mod list;
+pub mod migrate;
 pub mod opm;
 pub mod output;
 pub mod render;
@@ -122,6 +123,16 @@ pub enum Command {
     /// template reads the bundle from its image again); `substitutes` keeps every entry whole
     /// and adds an empty list of substitutions. Render the result with `opreg render-template`.
     ConvertTemplate(convert_template::Args),
+    /// Write a catalog to OUTDIR through opm's migrations, one directory per package, as
+    /// `opm migrate` does.
+    ///
+    /// SOURCE is a file-based catalog directory or a catalog image (not a bundle). Each
+    /// package is written to OUTDIR/PACKAGE/catalog.json (or catalog.yaml with -o yaml), and
+    /// metas that name no package to OUTDIR/catalog.json, with the bytes `opreg render` writes.
+    /// OUTDIR must be missing or empty; the tree is written beside it and renamed into place,
+    /// so a failed run leaves nothing. Validation problems are printed as warnings; the catalog
+    /// is written as read.
+    Migrate(migrate::Args),
     /// Serve a catalog over the operator-registry gRPC API (a drop-in for `opm serve`).
     ///
     /// Services: api.Registry, api.ExperimentalRegistry, opreg.v1.Upgrades, grpc.health.v1.Health
@@ -266,6 +277,7 @@ pub fn dispatch(cli: Cli) -> i32 {
         Command::RenderTemplate(a) => render_template::run(a),
         Command::Init(a) => init::run(a),
         Command::ConvertTemplate(a) => convert_template::run(a),
+        Command::Migrate(a) => migrate::run(a),
         Command::Serve(a) => serve::run(a),
         Command::Upgrade(a) => upgrade::run(a),
         Command::Graph(a) => graph::run(a),
