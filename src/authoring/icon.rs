@@ -16,12 +16,12 @@ pub fn detect(data: &[u8]) -> Result<&'static str, &'static str> {
     if is_svg(data) {
         return Ok("image/svg+xml");
     }
-    const APPLICATIONS: [(fn(&[u8]) -> bool, &str); 3] = [
+    const APPLICATIONS: [Matcher; 3] = [
         (wasm, "application/wasm"),
         (dex, "application/vnd.android.dex"),
         (dey, "application/vnd.android.dey"),
     ];
-    const IMAGES: [(fn(&[u8]) -> bool, &str); 13] = [
+    const IMAGES: [Matcher; 13] = [
         (jpeg, "image/jpeg"),
         (jpeg2000, "image/jp2"),
         (png, "image/png"),
@@ -43,6 +43,9 @@ pub fn detect(data: &[u8]) -> Result<&'static str, &'static str> {
         .map(|(_, t)| *t)
         .unwrap_or(""))
 }
+
+/// A magic-number test and the MIME type it detects.
+type Matcher = (fn(&[u8]) -> bool, &'static str);
 
 fn starts(b: &[u8], magic: &[u8]) -> bool {
     b.starts_with(magic)

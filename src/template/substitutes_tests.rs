@@ -218,7 +218,9 @@ fn render_errors() {
         e.push(bundle_meta("1.2.0", ""));
         e
     };
-    let cases: Vec<(Vec<Value>, Vec<(&str, &str)>, &str)> = vec![
+    /// Entries, substitutions (name, base), and the error expected.
+    type Case<'a> = (Vec<Value>, Vec<(&'a str, &'a str)>, &'a str);
+    let cases: Vec<Case> = vec![
         (
             one(),
             vec![(
