@@ -35,7 +35,7 @@
 //! * [`source`]: SOURCE arguments: telling formats apart, reading any mix, the source digest.
 //! * The application: [`load`] (SOURCEs into a valid catalog, every diagnostic returned),
 //!   [`ingest`] (the one build path, streaming on three threads), [`authoring`]
-//!   (`render-template`).
+//!   (`init`, `render-template`, `convert-template`, `migrate`).
 //! * [`metrics`] (Prometheus metrics, per-call logs) and [`conn`] (the accept loop, slow-client
 //!   limits, write coalescing and TLS both ports use); [`server`] (the gRPC surface) and
 //!   [`http`] (catalogd's HTTP API, health, metrics), siblings on one served version.

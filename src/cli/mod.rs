@@ -4,13 +4,16 @@
 //! error (unknown flag, missing argument). `validate` documents its own meaning of 1.
 
 pub mod completions;
+pub mod convert_template;
 pub mod diff;
 pub mod generate;
 pub mod graph;
 pub mod health_probe;
 pub mod image;
 pub mod ingest;
+pub mod init;
 pub mod list;
+pub mod migrate;
 pub mod opm;
 pub mod output;
 pub mod render;
@@ -105,6 +108,31 @@ pub enum Command {
     /// The output is not validated: run `opreg validate` on it. A template that cannot be read or
     /// rendered is a one-line error naming the file (exit 1).
     RenderTemplate(render_template::Args),
+    /// Write an `olm.package` blob for PACKAGE on stdout, as `opm init` does.
+    ///
+    /// The blob names the package and its default channel; with --icon, the file's bytes become
+    /// the icon (base64), with the media type detected from them (SVG, PNG, JPEG, GIF and the
+    /// other image types opm knows; anything else is refused); with --description, the file's
+    /// text becomes the description. The output is byte for byte what `opm init` writes.
+    Init(init::Args),
+    /// Write a catalog template (basic or substitutes) from an existing FBC file on stdout, as
+    /// `opm alpha convert-template` does.
+    ///
+    /// Every object of the FBC becomes an entry of the template, in the order read, with its
+    /// keys sorted. `basic` keeps only the schema and image of each bundle (rendering the
+    /// template reads the bundle from its image again); `substitutes` keeps every entry whole
+    /// and adds an empty list of substitutions. Render the result with `opreg render-template`.
+    ConvertTemplate(convert_template::Args),
+    /// Write a catalog to OUTDIR through opm's migrations, one directory per package, as
+    /// `opm migrate` does.
+    ///
+    /// SOURCE is a file-based catalog directory or a catalog image (not a bundle). Each
+    /// package is written to OUTDIR/PACKAGE/catalog.json (or catalog.yaml with -o yaml), and
+    /// metas that name no package to OUTDIR/catalog.json, with the bytes `opreg render` writes.
+    /// OUTDIR must be missing or empty; the tree is written beside it and renamed into place,
+    /// so a failed run leaves nothing. Validation problems are printed as warnings; the catalog
+    /// is written as read.
+    Migrate(migrate::Args),
     /// Serve a catalog over the operator-registry gRPC API (a drop-in for `opm serve`).
     ///
     /// Services: api.Registry, api.ExperimentalRegistry, opreg.v1.Upgrades, grpc.health.v1.Health
@@ -247,6 +275,9 @@ pub fn dispatch(cli: Cli) -> i32 {
         Command::Validate(a) => validate::run(a),
         Command::Render(a) => render::run(a),
         Command::RenderTemplate(a) => render_template::run(a),
+        Command::Init(a) => init::run(a),
+        Command::ConvertTemplate(a) => convert_template::run(a),
+        Command::Migrate(a) => migrate::run(a),
         Command::Serve(a) => serve::run(a),
         Command::Upgrade(a) => upgrade::run(a),
         Command::Graph(a) => graph::run(a),

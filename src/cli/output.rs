@@ -55,6 +55,18 @@ fn err_line(line: &str) {
     let _ = writeln!(e, "{line}");
 }
 
+/// Writes what `f` writes to stdout ([`write_out`]) and gives the exit code: 0, or 1 after
+/// `error: writing output: …`.
+pub fn write_or_fail(f: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> i32 {
+    match write_out(f) {
+        Ok(()) => super::EXIT_OK,
+        Err(e) => {
+            error(format_args!("writing output: {e}"));
+            super::EXIT_FAILURE
+        }
+    }
+}
+
 /// A line on stderr as it is, in either log format (grpc_health_probe's own output).
 pub fn plain(line: &str) {
     err_line(line)

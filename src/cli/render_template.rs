@@ -1,25 +1,31 @@
-//! `opreg render-template basic|semver FILE`: expand a catalog template into FBC, as
+//! `opreg render-template [TYPE] [FILE]`: expand a catalog template into FBC, as
 //! `opm alpha render-template` does ([`crate::authoring::render_template`]), and write the
-//! result.
+//! result. Without TYPE, the kind is the one the file's `schema` names; one argument is a
+//! TYPE when it is a kind's name (the template is then read from standard input), else FILE,
+//! as opm reads it.
 
 use crate::catalog::fbc::{self, RenderFormat};
 use crate::image::opm::MigrateLevel;
 use crate::template::Kind;
-use std::io::Write;
 use std::path::PathBuf;
 
 // Help text: the doc comment of `Command::RenderTemplate` in src/cli/mod.rs.
 #[derive(clap::Args, Debug)]
-#[command(
-    after_help = "Exit codes: 0 rendered; 1 the template or a bundle could not be read or rendered; 2 usage error (for example an unknown template kind)."
-)]
+#[command(after_help = "Examples:\n  \
+    opreg render-template semver catalog-templates/semver.yaml\n  \
+    opreg render-template catalog-templates/basic.yaml    # the kind from the file's schema\n  \
+    opreg render-template < template.yaml                 # from standard input\n\n\
+    Exit codes: 0 rendered; 1 the template or a bundle could not be read or rendered, or its schema names no known kind; 2 usage error (for example an unknown TYPE before a FILE).")]
 pub struct Args {
-    /// The template kind.
-    #[arg(value_enum)]
-    pub kind: Kind,
+    /// The template kind (basic, semver or substitutes), or, alone, the template FILE. Without
+    /// a kind, the kind is the one the template's `schema` names (olm.template.basic,
+    /// olm.semver, olm.template.substitutes). A lone argument that is a kind's name is the kind,
+    /// and the template is read from standard input (write `./basic` for a file of that name).
+    #[arg(value_name = "TYPE")]
+    pub first: Option<String>,
     /// The template file (YAML or JSON); `-` or none reads standard input, as opm does.
-    #[arg(value_name = "FILE", default_value = "-")]
-    pub file: PathBuf,
+    #[arg(value_name = "FILE")]
+    pub file: Option<PathBuf>,
     #[arg(short = 'o', long, value_enum, default_value_t = RenderFormat::Json)]
     pub output_format: RenderFormat,
     /// Read image references REPOSITORY:TAG from the bundle directory DIR/TAG instead of pulling them.
@@ -32,10 +38,37 @@ pub struct Args {
     pub image: crate::image::ImageArgs,
 }
 
+/// The kind and the file from the one or two positional arguments, as opm reads them.
+fn kind_and_file(
+    first: Option<String>,
+    file: Option<PathBuf>,
+) -> Result<(Option<Kind>, PathBuf), String> {
+    let stdin = || PathBuf::from("-");
+    match (first, file) {
+        (None, _) => Ok((None, stdin())),
+        (Some(one), None) => Ok(match Kind::from_name(&one) {
+            Some(k) => (Some(k), stdin()),
+            None => (None, PathBuf::from(one)),
+        }),
+        (Some(kind), Some(file)) => match Kind::from_name(&kind) {
+            Some(k) => Ok((Some(k), file)),
+            None => Err(format!(
+                "invalid template type {}, must be one of: {}",
+                crate::text::go_quote(&kind),
+                Kind::ALL.map(Kind::name).join(", ")
+            )),
+        },
+    }
+}
+
 pub fn run(a: Args) -> i32 {
+    let (kind, file) = match kind_and_file(a.first, a.file) {
+        Ok(kf) => kf,
+        Err(e) => return super::fail(crate::error::Error::Usage(e)),
+    };
     let opts = crate::authoring::TemplateOptions {
-        kind: a.kind,
-        file: a.file,
+        kind,
+        file,
         bundles_dir: a.bundles_dir,
         migrate_level: a.migrate_level,
         image: a.image,
@@ -44,16 +77,5 @@ pub fn run(a: Args) -> i32 {
         Ok(c) => c,
         Err(e) => return super::fail(e),
     };
-    let written = super::output::write_out(|out| {
-        let mut out = std::io::BufWriter::new(out);
-        fbc::render(&cat, a.output_format, &mut out)?;
-        out.flush()
-    });
-    match written {
-        Ok(()) => super::EXIT_OK,
-        Err(e) => {
-            super::output::error(format_args!("writing output: {e}"));
-            super::EXIT_FAILURE
-        }
-    }
+    super::output::write_or_fail(|out| fbc::render(&cat, a.output_format, out))
 }

@@ -5,6 +5,10 @@
 //! |---|---|
 //! | [`basic`] | `olm.template.basic`: FBC entries whose `olm.bundle` entries name only an image |
 //! | [`semver`] | `olm.semver`: Candidate/Fast/Stable bundle lists turned into major/minor channels, their replaces/skips and the default channel |
+//! | [`substitutes`] | `olm.template.substitutes`: a valid FBC in which bundles take the place of others in the update graph |
+//! | [`convert`] | the other way: a basic or substitutes template written from an FBC |
+//!
+//! Without a kind, the kind is the one the file's `schema` names ([`detect`]).
 //!
 //! A template never reads a bundle itself: the caller hands it a [`BundleRenderer`] that turns
 //! a bundle reference (an image, or a local bundle directory) into the `olm.bundle`s that
@@ -13,7 +17,9 @@
 //! which the caller adds).
 
 pub mod basic;
+pub mod convert;
 pub mod semver;
+pub mod substitutes;
 
 use crate::model::{Bundle, Catalog};
 use serde_json::Value;
@@ -28,6 +34,53 @@ pub enum Kind {
     Basic,
     /// `schema: olm.semver`.
     Semver,
+    /// `schema: olm.template.substitutes`.
+    Substitutes,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 3] = [Kind::Basic, Kind::Semver, Kind::Substitutes];
+
+    /// The kind's name on the command line (opm's template type).
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Basic => "basic",
+            Kind::Semver => "semver",
+            Kind::Substitutes => "substitutes",
+        }
+    }
+
+    /// The kind named `name` on the command line.
+    pub fn from_name(name: &str) -> Option<Kind> {
+        Kind::ALL.into_iter().find(|k| k.name() == name)
+    }
+
+    /// The schema a template of this kind declares.
+    pub fn schema(self) -> &'static str {
+        match self {
+            Kind::Basic => basic::SCHEMA,
+            Kind::Semver => semver::SCHEMA,
+            Kind::Substitutes => substitutes::SCHEMA,
+        }
+    }
+}
+
+/// The kind of a template, from the `schema` of its first document, as opm detects it when no
+/// kind is given.
+pub fn detect(text: &str) -> Result<Kind, String> {
+    let doc = first_document(text)?;
+    let schema = match doc.as_object().and_then(|m| field(m, "schema")) {
+        None | Some(Value::Null) => "",
+        Some(Value::String(s)) => s.as_str(),
+        Some(_) => return Err("unmarshalling template schema: schema is not a string".into()),
+    };
+    if schema.is_empty() {
+        return Err("template input missing required 'schema' field".into());
+    }
+    Kind::ALL
+        .into_iter()
+        .find(|k| k.schema() == schema)
+        .ok_or_else(|| format!("unknown template schema: {schema}"))
 }
 
 /// Renders a template of `kind` from its text (YAML or JSON; the first document is the
@@ -42,6 +95,7 @@ pub fn render(
     match kind {
         Kind::Basic => basic::render(&doc, file, renderer),
         Kind::Semver => semver::render(&doc, renderer),
+        Kind::Substitutes => substitutes::render(&doc, file, renderer),
     }
 }
 

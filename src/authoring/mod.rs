@@ -1,8 +1,21 @@
+//! The authoring commands' work, as opm does it: `init` ([`init`]), `render-template` (here),
+//! and the files below.
+//!
+//! | file | owns |
+//! |---|---|
+//! | [`init`] | the `olm.package` blob `opreg init` writes |
+//! | [`icon`] | an icon's media type, from its bytes |
+//! | [`migrate`] | `opreg migrate`: a catalog through opm's migrations, one directory per package |
+//!
 //! `opreg render-template`'s work: reading a template file, turning its bundle references into
 //! bundles (a bundle image, pulled like any image SOURCE; a local bundle directory; or, with
 //! `bundles_dir`, a tagged image reference read from the directory named by its tag), and
 //! running opm's migrations on the result. The template logic itself is
 //! [`crate::template`]'s, which never reads a bundle.
+
+pub mod icon;
+pub mod init;
+pub mod migrate;
 
 use crate::error::{Error, Result};
 use crate::image::opm::MigrateLevel;
@@ -14,7 +27,8 @@ use std::path::{Path, PathBuf};
 /// What to render.
 #[derive(Clone, Debug)]
 pub struct TemplateOptions {
-    pub kind: Kind,
+    /// The template kind; `None` takes it from the file's `schema`.
+    pub kind: Option<Kind>,
     /// The template file; `-` reads standard input.
     pub file: PathBuf,
     /// Read image references REPOSITORY:TAG from the bundle directory DIR/TAG.
@@ -23,44 +37,56 @@ pub struct TemplateOptions {
     pub image: crate::image::ImageArgs,
 }
 
-/// Renders the template into a catalog (not validated).
-pub fn render_template(o: &TemplateOptions) -> Result<Catalog> {
-    let stdin = o.file.as_os_str() == "-";
-    let file = if stdin {
+/// The bytes of `path` (`-`: standard input), and the name errors give it.
+fn read_input(path: &Path, what: &str) -> Result<(Vec<u8>, String)> {
+    let stdin = path.as_os_str() == "-";
+    let name = if stdin {
         "standard input".to_string()
     } else {
-        o.file.display().to_string()
+        path.display().to_string()
     };
     let read = if stdin {
         let mut b = Vec::new();
         std::io::Read::read_to_end(&mut std::io::stdin(), &mut b).map(|_| b)
     } else {
-        std::fs::read(&o.file)
+        std::fs::read(path)
     };
-    let bytes =
-        read.map_err(|e| Error::failed(format!("{file}: cannot read the template: {e}")))?;
+    let bytes = read.map_err(|e| Error::failed(format!("{name}: cannot read the {what}: {e}")))?;
+    Ok((bytes, name))
+}
+
+/// The template of `kind` written from the FBC in `file` (`-`: standard input), as text in
+/// `format` ([`template::convert`]).
+pub fn convert_template(
+    kind: Kind,
+    file: &Path,
+    format: crate::catalog::fbc::RenderFormat,
+) -> Result<String> {
+    let (bytes, name) = read_input(file, "catalog")?;
+    template::convert::convert(kind, &bytes, &name, format)
+        .map_err(|e| Error::failed(format!("{name}: converting: {e}")))
+}
+
+/// Renders the template into a catalog (not validated).
+pub fn render_template(o: &TemplateOptions) -> Result<Catalog> {
+    let stdin = o.file.as_os_str() == "-";
+    let (bytes, file) = read_input(&o.file, "template")?;
     let text = String::from_utf8(bytes)
         .map_err(|_| Error::failed(format!("{file}: the template is not UTF-8 text")))?;
     let base = match o.file.parent() {
         Some(p) if !stdin => p.to_path_buf(),
         _ => PathBuf::new(),
     };
+    let kind = match o.kind {
+        Some(k) => k,
+        None => template::detect(&text)
+            .map_err(|e| Error::failed(format!("{file}: auto-detecting template type: {e}")))?,
+    };
     let mut renderer = |r: &str| render_reference(r, &base, o);
-    let mut cat = template::render(o.kind, &text, &file, &mut renderer).map_err(|e| {
-        Error::failed(format!(
-            "{file}: rendering {} template: {e}",
-            kind_name(o.kind)
-        ))
-    })?;
+    let mut cat = template::render(kind, &text, &file, &mut renderer)
+        .map_err(|e| Error::failed(format!("{file}: rendering {} template: {e}", kind.name())))?;
     crate::image::opm::migrate(&mut cat, o.migrate_level);
     Ok(cat)
-}
-
-fn kind_name(k: Kind) -> &'static str {
-    match k {
-        Kind::Basic => "basic",
-        Kind::Semver => "semver",
-    }
 }
 
 /// The bundles one reference holds, as `opreg render REFERENCE` writes them.
