@@ -278,15 +278,31 @@ fn podman_build(bin: &Path, src: &Path, work: &Path) -> Result<(Duration, String
     let _ = std::fs::remove_file(src.with_extension("Dockerfile"));
     run_child(
         Command::new(bin)
-            .args(["generate", "dockerfile", "-i", PODMAN_BASE])
+            .args([
+                "generate",
+                "dockerfile",
+                "-i",
+                PODMAN_BASE,
+                "-b",
+                PODMAN_BASE,
+            ])
             .arg(src),
         &errf,
     )?;
     let dockerfile = src.with_extension("Dockerfile");
     let ctx = src.parent().ok_or("no parent")?;
+    let mut podman = Command::new("podman");
+    // The runtime settings scripts/container-smoke.sh writes for this machine, unless the
+    // environment names its own.
+    let smoke_conf =
+        Path::new(&std::env::var("OPREG_CI_DIR").unwrap_or_else(|_| "/var/tmp/opreg-ci".into()))
+            .join("containers.conf");
+    if std::env::var_os("CONTAINERS_CONF").is_none() && smoke_conf.is_file() {
+        podman.env("CONTAINERS_CONF", &smoke_conf);
+    }
     let t = Instant::now();
     run_child(
-        Command::new("podman")
+        podman
             .args([
                 "build",
                 "--pull=never",
@@ -348,6 +364,10 @@ pub fn section(w: &mut String, name: &str, row: &Result<BuildRow, String>) {
             let _ = writeln!(w, "\n`podman build --pull=never --no-cache` of the Dockerfile `opreg generate dockerfile -i {base}` writes for the same directory: {:.2} s, {:.1}× `opreg image build`.", t.as_secs_f64(), t.as_secs_f64() / b);
         }
         Err(x) => {
+            let x = x
+                .lines()
+                .find(|l| l.contains("Error"))
+                .unwrap_or(x.lines().next().unwrap_or_default());
             let _ = writeln!(
                 w,
                 "\n`podman build` of the generated Dockerfile: not measured ({x})."
