@@ -116,8 +116,11 @@ impl Content {
     }
 }
 
-/// A walk over a catalog's parts.
-pub type Walk<'a> = dyn Fn(&mut dyn FnMut(Catalog) -> Result<()>) -> Result<()> + 'a;
+/// A walk over a catalog's parts: each call of its argument gets a part (one package name's
+/// objects without bundles, or the metas of no package) and that package's bundles, one at a
+/// time ([`fbc::render_part_lines`]).
+pub type Walk<'a> =
+    dyn Fn(&mut dyn FnMut(Catalog, &mut fbc::MoreBundles<'_>) -> Result<()>) -> Result<()> + 'a;
 
 /// What a version's lines are written from.
 pub enum Lines<'a> {
@@ -126,15 +129,17 @@ pub enum Lines<'a> {
         root: &'a Path,
         exclude: &'a [PathBuf],
     },
-    /// Another kind of source, as a walk over its parts (one package each, from the built
-    /// database) that hands each part to its argument, in render order.
+    /// Another kind of source, as a walk over its parts in render order (from the built
+    /// database).
     Parts(&'a Walk<'a>),
 }
 
 impl Lines<'_> {
     fn write(&self, out: &mut dyn Write) -> Result<()> {
         match self {
-            Lines::Parts(walk) => walk(&mut |c| Ok(fbc::render_lines(&c, out)?)),
+            Lines::Parts(walk) => {
+                walk(&mut |c, bundles| Ok(fbc::render_part_lines(&c, bundles, out)?))
+            }
             Lines::Fbc { root, exclude } => {
                 let mut diags = Vec::new();
                 let mut failed: Option<std::io::Error> = None;

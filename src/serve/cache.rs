@@ -153,7 +153,7 @@ fn with_content(store: Store, p: &Prepare<'_>, fbc: Option<&Fbc<'_>>) -> Result<
             Content::write(lines, path, prev)?
         }
         None => {
-            let walk = |f: &mut dyn FnMut(_) -> _| store.for_each_package(f);
+            let walk = |f: &mut crate::store::PartFn<'_>| store.for_each_package(f);
             Content::write(Lines::Parts(&walk), path, prev)?
         }
     };

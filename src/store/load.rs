@@ -6,16 +6,22 @@ use super::Store;
 use crate::model::*;
 use anyhow::Result;
 
+/// What [`Store::for_each_package`] calls: a part of the catalog and its bundles.
+pub type PartFn<'a> =
+    dyn FnMut(Catalog, &mut (dyn Iterator<Item = std::io::Result<Bundle>> + '_)) -> Result<()> + 'a;
+
 impl Store {
     /// Reads the whole catalog back into the model (render, re-ingest, resolution).
     pub fn load_catalog(&self) -> Result<Catalog> {
-        self.load_where(None)
+        self.load_where(None, true)
     }
 
-    /// Calls `f` with the catalog one package at a time, in name order (the packages and the
-    /// other metas of one package name), then with the metas of no package: in memory, never
-    /// more than one package. Rendering each in turn writes what rendering the whole would.
-    pub fn for_each_package(&self, f: &mut dyn FnMut(Catalog) -> Result<()>) -> Result<()> {
+    /// Calls `f` with the catalog one package at a time, in name order (the package and the
+    /// other metas of one package name, without bundles, and an iterator over its bundles in
+    /// name order, read one at a time), then with the metas of no package: in memory, never
+    /// more than one package's head and one bundle. Rendering each in turn writes what
+    /// rendering the whole would.
+    pub fn for_each_package(&self, f: &mut PartFn<'_>) -> Result<()> {
         let names: Vec<String> = {
             let c = self.conn()?;
             let mut st = c.prepare(
@@ -24,15 +30,59 @@ impl Store {
             let names = st.query_map([], |r| r.get(0))?;
             names.collect::<rusqlite::Result<_>>()?
         };
+        let origin = Origin::file(self.inner.path.display().to_string());
         for n in names.iter().map(String::as_str).chain([""]) {
-            f(self.load_where(Some(n))?)?;
+            let head = self.load_where(Some(n), false)?;
+            let c = self.conn()?;
+            let mut list =
+                c.prepare("SELECT id, name, image FROM bundle WHERE package = ?1 ORDER BY name")?;
+            let rows = list.query_map([n], |r| {
+                Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, r.get(2)?))
+            })?;
+            let rows: Vec<(i64, String, String)> = rows.collect::<rusqlite::Result<_>>()?;
+            let mut props = c.prepare(
+                "SELECT type, value FROM bundle_property WHERE bundle_id = ?1 ORDER BY seq",
+            )?;
+            let mut images = c.prepare(
+                "SELECT name, image FROM related_image WHERE bundle_id = ?1 ORDER BY seq",
+            )?;
+            let mut bundles = rows.into_iter().map(|(id, name, image)| {
+                let mut b = Bundle {
+                    name,
+                    package: n.to_string(),
+                    image,
+                    origin: origin.clone(),
+                    ..Default::default()
+                };
+                let mut read = |b: &mut Bundle| -> rusqlite::Result<()> {
+                    b.properties = props
+                        .query_map([id], |r| {
+                            Ok(Property {
+                                r#type: r.get(0)?,
+                                value: r.get(1)?,
+                            })
+                        })?
+                        .collect::<rusqlite::Result<_>>()?;
+                    b.related_images = images
+                        .query_map([id], |r| {
+                            Ok(RelatedImage {
+                                name: r.get(0)?,
+                                image: r.get(1)?,
+                            })
+                        })?
+                        .collect::<rusqlite::Result<_>>()?;
+                    Ok(())
+                };
+                read(&mut b).map(|()| b).map_err(std::io::Error::other)
+            });
+            f(head, &mut bundles)?;
         }
         Ok(())
     }
 
     /// The catalog, or only what belongs to the package named `package` (`""`: the metas of no
-    /// package).
-    fn load_where(&self, package: Option<&str>) -> Result<Catalog> {
+    /// package); without its bundles unless `with_bundles`.
+    fn load_where(&self, package: Option<&str>, with_bundles: bool) -> Result<Catalog> {
         let c = self.conn()?;
         let origin = Origin::file(self.inner.path.display().to_string());
         let mut cat = Catalog::default();
@@ -106,50 +156,52 @@ impl Store {
                 });
             }
         }
-        let mut ids = std::collections::HashMap::new();
-        let mut st = c.prepare(&format!(
-            "SELECT id, package, name, image FROM bundle{} ORDER BY id",
-            only("package = ?1")
-        ))?;
-        let mut rows = st.query(args())?;
-        while let Some(r) = rows.next()? {
-            let (id, pkg, name): (i64, String, String) = (r.get(0)?, r.get(1)?, r.get(2)?);
-            ids.insert(id, (pkg.clone(), name.clone()));
-            if let Some(p) = cat.packages.get_mut(&pkg) {
-                p.bundles.insert(
-                    name.clone(),
-                    Bundle {
-                        name,
-                        package: pkg,
-                        image: r.get(3)?,
-                        origin: origin.clone(),
-                        ..Default::default()
-                    },
-                );
+        if with_bundles {
+            let mut ids = std::collections::HashMap::new();
+            let mut st = c.prepare(&format!(
+                "SELECT id, package, name, image FROM bundle{} ORDER BY id",
+                only("package = ?1")
+            ))?;
+            let mut rows = st.query(args())?;
+            while let Some(r) = rows.next()? {
+                let (id, pkg, name): (i64, String, String) = (r.get(0)?, r.get(1)?, r.get(2)?);
+                ids.insert(id, (pkg.clone(), name.clone()));
+                if let Some(p) = cat.packages.get_mut(&pkg) {
+                    p.bundles.insert(
+                        name.clone(),
+                        Bundle {
+                            name,
+                            package: pkg,
+                            image: r.get(3)?,
+                            origin: origin.clone(),
+                            ..Default::default()
+                        },
+                    );
+                }
             }
-        }
-        let mut st = c.prepare(&format!(
-            "SELECT bundle_id, type, value FROM bundle_property{of_bundles} ORDER BY bundle_id, seq"
-        ))?;
-        let mut rows = st.query(args())?;
-        while let Some(r) = rows.next()? {
-            if let Some(b) = bundle_by_id(&mut cat, &ids, r.get(0)?) {
-                b.properties.push(Property {
-                    r#type: r.get(1)?,
-                    value: r.get(2)?,
-                });
+            let mut st = c.prepare(&format!(
+                "SELECT bundle_id, type, value FROM bundle_property{of_bundles} ORDER BY bundle_id, seq"
+            ))?;
+            let mut rows = st.query(args())?;
+            while let Some(r) = rows.next()? {
+                if let Some(b) = bundle_by_id(&mut cat, &ids, r.get(0)?) {
+                    b.properties.push(Property {
+                        r#type: r.get(1)?,
+                        value: r.get(2)?,
+                    });
+                }
             }
-        }
-        let mut st = c.prepare(&format!(
-            "SELECT bundle_id, name, image FROM related_image{of_bundles} ORDER BY bundle_id, seq"
-        ))?;
-        let mut rows = st.query(args())?;
-        while let Some(r) = rows.next()? {
-            if let Some(b) = bundle_by_id(&mut cat, &ids, r.get(0)?) {
-                b.related_images.push(RelatedImage {
-                    name: r.get(1)?,
-                    image: r.get(2)?,
-                });
+            let mut st = c.prepare(&format!(
+                "SELECT bundle_id, name, image FROM related_image{of_bundles} ORDER BY bundle_id, seq"
+            ))?;
+            let mut rows = st.query(args())?;
+            while let Some(r) = rows.next()? {
+                if let Some(b) = bundle_by_id(&mut cat, &ids, r.get(0)?) {
+                    b.related_images.push(RelatedImage {
+                        name: r.get(1)?,
+                        image: r.get(2)?,
+                    });
+                }
             }
         }
         let mut st = c.prepare(&format!(

@@ -39,6 +39,7 @@ pub mod questions;
 pub mod upgrade_query;
 
 pub use build::{check_output, write_catalog, Builder};
+pub use load::PartFn;
 
 use anyhow::{bail, Context, Result};
 use rusqlite::{Connection, OptionalExtension};

@@ -14,7 +14,9 @@ pub mod render;
 pub mod stream;
 
 pub use decode::to_decl;
-pub use render::{render, render_all, render_bundle, render_lines, RenderFormat};
+pub use render::{
+    render, render_all, render_bundle, render_lines, render_part_lines, MoreBundles, RenderFormat,
+};
 pub use stream::{decode_bytes, decode_file_chunked};
 
 use super::Decl;

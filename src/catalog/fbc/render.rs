@@ -57,20 +57,21 @@ enum Form {
     Lines,
 }
 
-fn render_to(
-    catalogs: &[&Catalog],
-    bundles: &[&Bundle],
-    form: Form,
-    out: &mut dyn std::io::Write,
-) -> std::io::Result<()> {
-    #[derive(Default)]
-    struct Group<'a> {
-        packages: Vec<&'a Package>,
-        channels: Vec<&'a Channel>,
-        bundles: Vec<&'a Bundle>,
-        others: Vec<&'a Meta>,
-        deprecations: Vec<&'a Deprecations>,
-    }
+/// What is written under one package name, gathered from catalogs and lone bundles.
+#[derive(Default)]
+struct Group<'a> {
+    packages: Vec<&'a Package>,
+    channels: Vec<&'a Channel>,
+    bundles: Vec<&'a Bundle>,
+    others: Vec<&'a Meta>,
+    deprecations: Vec<&'a Deprecations>,
+}
+
+/// Gathers everything by package name (sorted), and the metas that name no package.
+fn gather<'a>(
+    catalogs: &[&'a Catalog],
+    bundles: &[&'a Bundle],
+) -> (BTreeMap<&'a str, Group<'a>>, Vec<&'a Meta>) {
     let mut groups: BTreeMap<&str, Group> = BTreeMap::new();
     let mut root_others = Vec::new();
     for cat in catalogs {
@@ -96,26 +97,87 @@ fn render_to(
             .bundles
             .push(b);
     }
-    let mut w = Writer { form, out };
-    for (pkg, mut g) in groups {
-        for p in g.packages {
+    (groups, root_others)
+}
+
+/// More bundles of one package, in name order after the group's own.
+pub type MoreBundles<'a> = dyn Iterator<Item = std::io::Result<Bundle>> + 'a;
+
+impl Group<'_> {
+    /// Writes the group in opm's order; `more` bundles follow the group's own bundles.
+    fn emit(
+        mut self,
+        pkg: &str,
+        more: Option<&mut MoreBundles<'_>>,
+        w: &mut Writer<'_>,
+    ) -> std::io::Result<()> {
+        for p in self.packages {
             w.emit(&package_tree(p))?;
         }
-        g.channels.sort_by(|a, b| a.name.cmp(&b.name));
-        for c in g.channels {
+        self.channels.sort_by(|a, b| a.name.cmp(&b.name));
+        for c in self.channels {
             w.emit(&channel_tree(pkg, c))?;
         }
-        g.bundles.sort_by(|a, b| a.name.cmp(&b.name));
-        for b in g.bundles {
+        self.bundles.sort_by(|a, b| a.name.cmp(&b.name));
+        for b in self.bundles {
             w.emit(&bundle_tree(b))?;
         }
-        g.others.sort_by(|a, b| a.schema.cmp(&b.schema));
-        for m in g.others {
+        for b in more.into_iter().flatten() {
+            w.emit(&bundle_tree(&b?))?;
+        }
+        self.others.sort_by(|a, b| a.schema.cmp(&b.schema));
+        for m in self.others {
             w.emit(&meta_tree(m))?;
         }
-        for d in g.deprecations {
+        for d in self.deprecations {
             w.emit(&deprecations_tree(pkg, d))?;
         }
+        Ok(())
+    }
+}
+
+fn render_to(
+    catalogs: &[&Catalog],
+    bundles: &[&Bundle],
+    form: Form,
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    let (groups, root_others) = gather(catalogs, bundles);
+    let mut w = Writer { form, out };
+    for (pkg, g) in groups {
+        g.emit(pkg, None, &mut w)?;
+    }
+    for m in root_others {
+        w.emit(&meta_tree(m))?;
+    }
+    Ok(())
+}
+
+/// Writes a part of a catalog as [`render_lines`] writes it within the whole: `part` holds at
+/// most one package name's objects (or only metas of no package), and `bundles` hands over
+/// that package's bundles one at a time, in name order, so that no more than one bundle is in
+/// memory. Writing every part in package name order, the metas of no package last, writes
+/// what [`render_lines`] writes for the whole catalog.
+pub fn render_part_lines(
+    part: &Catalog,
+    bundles: &mut MoreBundles<'_>,
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    let (groups, root_others) = gather(&[part], &[]);
+    let mut w = Writer {
+        form: Form::Lines,
+        out,
+    };
+    let mut bundles = Some(bundles);
+    for (pkg, g) in groups {
+        g.emit(pkg, bundles.take(), &mut w)?;
+    }
+    if let Some(b) = bundles.and_then(|b| b.next()) {
+        let b = b?;
+        return Err(std::io::Error::other(format!(
+            "bundle {} of package {}, which the part does not hold",
+            b.name, b.package
+        )));
     }
     for m in root_others {
         w.emit(&meta_tree(m))?;
