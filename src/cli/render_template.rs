@@ -91,14 +91,14 @@ pub fn run(a: Args) -> i32 {
     let format = match a.output_format {
         Output::Json => RenderFormat::Json,
         Output::Yaml => RenderFormat::Yaml,
-        Output::Mermaid => return mermaid(&cat),
+        Output::Mermaid => return mermaid(crate::draw::opm_channels(&cat)),
     };
     super::output::write_or_fail(|out| fbc::render(&cat, format, out))
 }
 
 /// The channels as opm's Mermaid graph; its warnings first, as opm writes them.
-fn mermaid(cat: &crate::model::Catalog) -> i32 {
-    let drawing = match crate::draw::opm_channels(cat) {
+fn mermaid(drawn: Result<crate::draw::Drawing, String>) -> i32 {
+    let drawing = match drawn {
         Ok(d) => d,
         Err(e) => {
             return super::fail(crate::error::Error::failed(format!(

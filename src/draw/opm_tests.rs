@@ -111,43 +111,8 @@ pub(crate) fn upstream_catalog() -> Catalog {
 }
 
 /// Upstream's `SuccessNoFilters` expected text, verbatim.
-pub(crate) const UPSTREAM_NO_FILTERS: &str = r#"graph LR
-  classDef deprecated fill:#E8960F
-  classDef skipped stroke:#FF0000,stroke-width:4px
-  classDef deprecatedskipped fill:#E8960F,stroke:#FF0000,stroke-width:4px
-  %% package "anakin"
-  subgraph "anakin"
-    %% channel "dark"
-    subgraph anakin-dark["dark"]
-      anakin-dark-anakin.v0.1.1["anakin.v0.1.1"]
-      anakin-dark-anakin.v0.1.0["anakin.v0.1.0"]-- skip --> anakin-dark-anakin.v0.1.1["anakin.v0.1.1"]
-      anakin-dark-anakin.v0.0.1["anakin.v0.0.1"]-- replace --> anakin-dark-anakin.v0.1.1["anakin.v0.1.1"]
-      anakin-dark-anakin.v0.1.0["anakin.v0.1.0"]
-      anakin-dark-anakin.v0.0.1["anakin.v0.0.1"]-- replace --> anakin-dark-anakin.v0.1.0["anakin.v0.1.0"]
-      anakin-dark-anakin.v0.0.1["anakin.v0.0.1"]
-    end
-    %% channel "light"
-    subgraph anakin-light["light"]
-      anakin-light-anakin.v0.1.0["anakin.v0.1.0"]
-      anakin-light-anakin.v0.0.1["anakin.v0.0.1"]-- replace --> anakin-light-anakin.v0.1.0["anakin.v0.1.0"]
-      anakin-light-anakin.v0.0.1["anakin.v0.0.1"]
-    end
-  end
-  %% package "boba-fett"
-  subgraph "boba-fett"
-    %% channel "mando"
-    subgraph boba-fett-mando["mando"]
-      boba-fett-mando-boba-fett.v2.0.0["boba-fett.v2.0.0"]
-      boba-fett-mando-boba-fett.v1.0.0["boba-fett.v1.0.0"]-- replace --> boba-fett-mando-boba-fett.v2.0.0["boba-fett.v2.0.0"]
-      boba-fett-mando-boba-fett.v1.0.0["boba-fett.v1.0.0"]
-    end
-  end
-style anakin fill:#989695
-style anakin-light fill:#DCD0FF
-class anakin-dark-anakin.v0.0.1,anakin-light-anakin.v0.0.1 deprecated
-class anakin-dark-anakin.v0.1.0 skipped
-linkStyle 2 stroke:#FF0000,stroke-width:3px,stroke-dasharray:5;
-"#;
+pub(crate) const UPSTREAM_NO_FILTERS: &str =
+    include_str!("../../tests/fixtures/authoring/mermaid/upstream-no-filters.mmd");
 
 const HEADER: &str = "graph LR\n  classDef deprecated fill:#E8960F\n  classDef skipped stroke:#FF0000,stroke-width:4px\n  classDef deprecatedskipped fill:#E8960F,stroke:#FF0000,stroke-width:4px\n";
 
