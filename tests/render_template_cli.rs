@@ -96,18 +96,25 @@ fn basic_template_renders_local_bundle_directories_and_keeps_other_entries() {
     assert!(yaml.contains("name: p.v1.1.0"), "{yaml}");
 }
 
-#[test]
-fn semver_template_generates_upstreams_channels_from_bundle_directories() {
-    let d = tempfile::tempdir().unwrap();
+/// Five bundle directories of package `a` and a semver template (major channels only) listing
+/// them; the template's path.
+fn semver_sample(dir: &Path) -> std::path::PathBuf {
     for v in ["0.1.0", "0.1.1", "1.1.0", "1.2.1", "1.3.1"] {
-        bundle_dir(d.path(), &format!("a-{v}"), "a", v, "ignored", None);
+        bundle_dir(dir, &format!("a-{v}"), "a", v, "ignored", None);
     }
-    let t = d.path().join("semver.yaml");
+    let t = dir.join("semver.yaml");
     fs::write(
         &t,
         "schema: olm.semver\ngenerateMajorChannels: true\ngenerateMinorChannels: false\ncandidate:\n  bundles:\n  - image: a-1.3.1\nstable:\n  bundles:\n  - image: a-0.1.0\n  - image: a-0.1.1\n  - image: a-1.1.0\n  - image: a-1.2.1\n  - image: a-1.3.1\n",
     )
     .unwrap();
+    t
+}
+
+#[test]
+fn semver_template_generates_upstreams_channels_from_bundle_directories() {
+    let d = tempfile::tempdir().unwrap();
+    let t = semver_sample(d.path());
     let (code, out, err) = opreg(&["render-template", "semver", t.to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
     let chans: Vec<String> = metas(&out, "olm.channel")
@@ -455,4 +462,50 @@ fn the_template_can_come_from_standard_input() {
             "stable-v1.0"
         );
     }
+}
+
+#[test]
+fn mermaid_output_is_upstreams_text_for_upstreams_catalog() {
+    let d = tempfile::tempdir().unwrap();
+    for (p, v) in [
+        ("anakin", "0.0.1"),
+        ("anakin", "0.1.0"),
+        ("anakin", "0.1.1"),
+        ("boba-fett", "1.0.0"),
+        ("boba-fett", "2.0.0"),
+    ] {
+        bundle_dir(d.path(), &format!("{p}-{v}"), p, v, "ignored", None);
+    }
+    let t = d.path().join("basic.yaml");
+    // Upstream's mermaid test catalog (operator-registry's `TestWriteMermaidChannels`) as a
+    // basic template over the bundle directories.
+    fs::copy(common::fixture("authoring/mermaid/upstream.basic.yaml"), &t).unwrap();
+    let t = t.to_str().unwrap();
+    // Upstream's `SuccessNoFilters` expected text, verbatim (the draw unit test's too).
+    let want =
+        fs::read_to_string(common::fixture("authoring/mermaid/upstream-no-filters.mmd")).unwrap();
+    for args in [
+        &["render-template", "basic", t, "-o", "mermaid"][..],
+        &["render-template", t, "--output-format", "mermaid"][..],
+    ] {
+        let (code, out, err) = opreg(args);
+        assert_eq!(code, 0, "{args:?}: {err}");
+        assert_eq!(out, want, "{args:?}");
+        assert_eq!(err, "", "{args:?}");
+    }
+    let (code, out, _) = opreg(&["render-template", t]);
+    assert_eq!(code, 0);
+    assert!(out.starts_with('{'), "JSON stays the default: {out}");
+}
+
+#[test]
+fn semver_mermaid_output_draws_the_generated_channels() {
+    let d = tempfile::tempdir().unwrap();
+    let t = semver_sample(d.path());
+    let (code, out, err) = opreg(&["render-template", t.to_str().unwrap(), "-o", "mermaid"]);
+    assert_eq!(code, 0, "{err}");
+    // By upstream's rules: channels by name, entries newest first, a bundle skipped by a newer
+    // entry marked.
+    let want = fs::read_to_string(common::fixture("authoring/mermaid/semver-major.mmd")).unwrap();
+    assert_eq!(out, want);
 }

@@ -107,6 +107,9 @@ pub enum Command {
     ///
     /// The output is not validated: run `opreg validate` on it. A template that cannot be read or
     /// rendered is a one-line error naming the file (exit 1).
+    ///
+    /// `-o mermaid` writes the rendered catalog's channels as a Mermaid graph instead, the one
+    /// `opm alpha render-template -o mermaid` writes, byte for byte.
     RenderTemplate(render_template::Args),
     /// Write an `olm.package` blob for PACKAGE on stdout, as `opm init` does.
     ///

@@ -14,8 +14,9 @@ use std::path::PathBuf;
 #[command(after_help = "Examples:\n  \
     opreg render-template semver catalog-templates/semver.yaml\n  \
     opreg render-template catalog-templates/basic.yaml    # the kind from the file's schema\n  \
-    opreg render-template < template.yaml                 # from standard input\n\n\
-    Exit codes: 0 rendered; 1 the template or a bundle could not be read or rendered, or its schema names no known kind; 2 usage error (for example an unknown TYPE before a FILE).")]
+    opreg render-template < template.yaml                 # from standard input\n  \
+    opreg render-template semver t.yaml -o mermaid        # the channels as a Mermaid graph\n\n\
+    Exit codes: 0 rendered; 1 the template or a bundle could not be read or rendered, its schema names no known kind, or (-o mermaid) a bundle has no readable version; 2 usage error (for example an unknown TYPE before a FILE).")]
 pub struct Args {
     /// The template kind (basic, semver or substitutes), or, alone, the template FILE. Without
     /// a kind, the kind is the one the template's `schema` names (olm.template.basic,
@@ -26,8 +27,10 @@ pub struct Args {
     /// The template file (YAML or JSON); `-` or none reads standard input, as opm does.
     #[arg(value_name = "FILE")]
     pub file: Option<PathBuf>,
-    #[arg(short = 'o', long, value_enum, default_value_t = RenderFormat::Json)]
-    pub output_format: RenderFormat,
+    /// json or yaml: the rendered catalog as FBC. mermaid: its channels as opm's Mermaid graph
+    /// (every package; skipped and deprecated bundles marked).
+    #[arg(short = 'o', long, value_enum, default_value_t = Output::Json)]
+    pub output_format: Output,
     /// Read image references REPOSITORY:TAG from the bundle directory DIR/TAG instead of pulling them.
     #[arg(long, value_name = "DIR")]
     pub bundles_dir: Option<PathBuf>,
@@ -36,6 +39,14 @@ pub struct Args {
     pub migrate_level: MigrateLevel,
     #[command(flatten)]
     pub image: crate::image::ImageArgs,
+}
+
+/// What `-o` writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Output {
+    Json,
+    Yaml,
+    Mermaid,
 }
 
 /// The kind and the file from the one or two positional arguments, as opm reads them.
@@ -77,5 +88,29 @@ pub fn run(a: Args) -> i32 {
         Ok(c) => c,
         Err(e) => return super::fail(e),
     };
-    super::output::write_or_fail(|out| fbc::render(&cat, a.output_format, out))
+    let format = match a.output_format {
+        Output::Json => RenderFormat::Json,
+        Output::Yaml => RenderFormat::Yaml,
+        Output::Mermaid => return mermaid(crate::draw::opm_channels(&cat)),
+    };
+    super::output::write_or_fail(|out| fbc::render(&cat, format, out))
+}
+
+/// The channels as opm's Mermaid graph; its warnings first, as opm writes them.
+fn mermaid(drawn: Result<crate::draw::Drawing, String>) -> i32 {
+    let drawing = match drawn {
+        Ok(d) => d,
+        Err(e) => {
+            return super::fail(crate::error::Error::failed(format!(
+                "drawing the channels: {e}"
+            )))
+        }
+    };
+    for n in &drawing.notes {
+        match n {
+            crate::draw::Note::Warning(w) => super::output::warning(w),
+            crate::draw::Note::Status(s) => super::output::status(s),
+        }
+    }
+    super::output::write_or_fail(|out| out.write_all(drawing.text.as_bytes()))
 }

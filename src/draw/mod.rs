@@ -16,7 +16,12 @@
 //! covered bundle made real packages unreadable: 1,211 edges for 49 bundles). `--since` leaves
 //! out bundles below a version. With `--from`, the classic and OLM v1 upgrade paths from that
 //! bundle are highlighted (a hop through a skipRange then gets its own edge).
+//!
+//! One more form, [`opm_channels`]: opm's own channel graph of a whole catalog, as
+//! `opm alpha render-template -o mermaid` writes it (`opreg render-template -o mermaid`), laid
+//! out in `opm.rs` by opm's rules rather than the ones above.
 
+mod opm;
 mod write;
 
 use crate::graph::resolve::{self, Resolution, UpgradeGraph};
@@ -158,6 +163,17 @@ pub fn draw(
         Format::Dot => write::dot(pkg, &clusters),
     };
     Ok(Drawing { text, notes })
+}
+
+/// Every channel of `cat` as the Mermaid graph `opm alpha render-template -o mermaid` writes,
+/// byte for byte (see `opm.rs`). `Err` when a bundle's version cannot be read, as opm's.
+pub fn opm_channels(cat: &Catalog) -> Result<Drawing, String> {
+    let mut notes = Vec::new();
+    let g = opm::layout(cat, &mut notes)?;
+    Ok(Drawing {
+        text: write::opm_mermaid(&g),
+        notes,
+    })
 }
 
 /// A drawn graph, and what the user should know about it (a path that could not be

@@ -1,8 +1,11 @@
-//! Writing the laid-out clusters of `opreg graph` as Mermaid or Graphviz DOT, with the legend.
+//! Writing the laid-out clusters of `opreg graph` as Mermaid or Graphviz DOT, with the legend;
+//! and opm's channel layout ([`super::opm`]) as opm's Mermaid text.
 
+use super::opm::{OpmGraph, OpmLine, OpmNode, CLASSES as OPM_CLASSES};
 use super::{Cluster, Node, NodeKind};
 use crate::graph::EdgeKind;
 use crate::model::Package;
+use crate::text::go_quote;
 use std::fmt::Write;
 
 /// The legend, one line per mark.
@@ -231,5 +234,50 @@ pub(super) fn dot(pkg: &Package, clusters: &[Cluster]) -> String {
         }
     }
     let _ = writeln!(o, "}}");
+    o
+}
+
+/// opm's Mermaid channel graph: ids as they are, names and titles in Go's `%q`.
+pub(super) fn opm_mermaid(g: &OpmGraph) -> String {
+    let node = |n: &OpmNode| format!("{}[{}]", n.id, go_quote(&n.name));
+    let mut o = String::from("graph LR\n");
+    for (class, style) in OPM_CLASSES {
+        let _ = writeln!(o, "  classDef {class} {style}");
+    }
+    for (package, channels) in &g.packages {
+        let _ = writeln!(o, "  %% package {}", go_quote(package));
+        let _ = writeln!(o, "  subgraph {}", go_quote(package));
+        for c in channels {
+            let _ = writeln!(o, "    %% channel {}", go_quote(&c.name));
+            let _ = writeln!(o, "    subgraph {}[{}]", c.id, go_quote(&c.name));
+            for l in &c.lines {
+                let _ = match l {
+                    OpmLine::Node(n) => writeln!(o, "      {}", node(n)),
+                    OpmLine::Edge { from, label, to } => {
+                        writeln!(o, "      {}-- {label} --> {}", node(from), node(to))
+                    }
+                };
+            }
+            let _ = writeln!(o, "    end");
+        }
+        let _ = writeln!(o, "  end");
+    }
+    if let Some(p) = &g.deprecated_package {
+        let _ = writeln!(o, "style {p} fill:#989695");
+    }
+    for c in &g.deprecated_channels {
+        let _ = writeln!(o, "style {c} fill:#DCD0FF");
+    }
+    for (class, ids) in g.classes.iter().filter(|(_, ids)| !ids.is_empty()) {
+        let _ = writeln!(o, "class {} {class}", ids.join(","));
+    }
+    if !g.skipped_links.is_empty() {
+        let links: Vec<String> = g.skipped_links.iter().map(usize::to_string).collect();
+        let _ = writeln!(
+            o,
+            "linkStyle {} stroke:#FF0000,stroke-width:3px,stroke-dasharray:5;",
+            links.join(",")
+        );
+    }
     o
 }
