@@ -1,7 +1,9 @@
 //! Build peaks: one build path whoever runs it. The peak RSS of `opreg ingest SRC`, of
 //! `opreg serve SRC --cache-only` (the same build, from a server's start-up), and of a
 //! `--watch` reload above the serving baseline; the serve and reload peaks are held to
-//! ingest's (within 10 %).
+//! ingest's (within 10 %). And serving a built database with the HTTP port (catalogd's files
+//! written at start-up and at every reload): its peaks at start-up and when a reload swaps in
+//! another built database, held under 25 MB.
 
 use crate::measure::{mb, median};
 use crate::procs::{free_port, run_child, status_kb, Server};
@@ -17,7 +19,14 @@ pub struct Peaks {
     pub reload_above_kb: Vec<u64>,
     /// The serving RSS before the first reload, KiB.
     pub baseline_kb: u64,
+    /// `serve DB --http-port --watch`: peak RSS at start-up, and at a reload to another
+    /// built database (the peak reset just before), KiB.
+    pub http_start_kb: Vec<u64>,
+    pub http_reload_kb: Vec<u64>,
 }
+
+/// The limit on both peaks of serving a built database with the HTTP port, MB (KiB / 1024).
+const HTTP_DB_LIMIT_MB: f64 = 25.0;
 
 /// Measures `runs` of each on `src`, a catalog file, working in `work`.
 pub fn measure(bin: &Path, src: &Path, work: &Path, runs: usize) -> Result<Peaks, String> {
@@ -30,6 +39,8 @@ pub fn measure(bin: &Path, src: &Path, work: &Path, runs: usize) -> Result<Peaks
         cache_only_kb: Vec::new(),
         reload_above_kb: Vec::new(),
         baseline_kb: 0,
+        http_start_kb: Vec::new(),
+        http_reload_kb: Vec::new(),
     };
     // Alternated, so that a drift in the machine's state touches both alike.
     for _ in 0..runs {
@@ -60,7 +71,72 @@ pub fn measure(bin: &Path, src: &Path, work: &Path, runs: usize) -> Result<Peaks
         p.cache_only_kb.push(st.maxrss_kb);
     }
     reloads(bin, src, &dir, runs, &mut p)?;
+    http_db(bin, src, &dir, runs, &mut p)?;
     Ok(p)
+}
+
+/// `runs` times: serves a built database of `src` with the HTTP port, watched; reads the
+/// start-up peak; resets it and swaps in another built database (`src` and one more package)
+/// by a rename; reads the peak once the reload serves.
+fn http_db(bin: &Path, src: &Path, dir: &Path, runs: usize, p: &mut Peaks) -> Result<(), String> {
+    let errf = dir.join("child.stderr");
+    let ingest = |from: &Path, to: &Path| {
+        let _ = std::fs::remove_file(to);
+        run_child(
+            Command::new(bin)
+                .arg("ingest")
+                .arg(from)
+                .arg("-o")
+                .arg(to)
+                .arg("-q"),
+            &errf,
+        )
+    };
+    let (a, b) = (dir.join("http-a.db"), dir.join("http-b.db"));
+    ingest(src, &a)?;
+    let mut more = std::fs::read(src).map_err(|e| format!("{}: {e}", src.display()))?;
+    more.extend_from_slice(probe(1).as_bytes());
+    let more_src = dir.join("http-more.json");
+    std::fs::write(&more_src, &more).map_err(|e| e.to_string())?;
+    drop(more);
+    ingest(&more_src, &b)?;
+    let served = dir.join("http-served");
+    for _ in 0..runs {
+        let _ = std::fs::remove_dir_all(&served);
+        std::fs::create_dir_all(&served).map_err(|e| e.to_string())?;
+        let db = served.join("catalog.db");
+        std::fs::copy(&a, &db).map_err(|e| e.to_string())?;
+        let (port, http) = (free_port(), free_port());
+        let mut cmd = Command::new(bin);
+        cmd.arg("serve")
+            .arg(&db)
+            .args(["--watch", "--no-call-log", "-t", "/dev/null"])
+            .args(["-p", &port.to_string(), "--http-port", &http.to_string()])
+            .env_remove("OPREG_LOG");
+        let mut s = Server::spawn_command(cmd, port, &dir.join("http-serve.log"));
+        if !s.wait_log("catalog built", Duration::from_secs(300)) {
+            return Err(format!(
+                "serve DB --http-port did not start: {}",
+                s.log_text()
+            ));
+        }
+        settle();
+        p.http_start_kb.push(status_kb(s.pid(), "VmHWM:"));
+        std::fs::write(format!("/proc/{}/clear_refs", s.pid()), "5")
+            .map_err(|e| format!("cannot reset the peak RSS: {e}"))?;
+        let tmp = served.join(".catalog.db.new");
+        std::fs::copy(&b, &tmp).map_err(|e| e.to_string())?;
+        std::fs::rename(&tmp, &db).map_err(|e| e.to_string())?;
+        if !wait_reloads(&s, 1) {
+            return Err(format!(
+                "the reload to another database was not seen: {}",
+                s.log_text()
+            ));
+        }
+        p.http_reload_kb.push(status_kb(s.pid(), "VmHWM:"));
+        s.interrupt();
+    }
+    Ok(())
 }
 
 /// Serves a watched copy of `src`, then replaces it `runs` times with one more package each
@@ -184,4 +260,26 @@ pub fn section(w: &mut String, name: &str, peaks: &Result<Peaks, String>) {
         "\nServing baseline before the first reload: {:.1} MB.",
         mb(p.baseline_kb)
     );
+    let _ = writeln!(w, "\nServing the built database of `{name}` with the HTTP port (`opreg serve DB --http-port P --watch`, which writes catalogd's files for `/api/v1/all` at start-up and at every reload): the peak RSS (VmHWM) once it serves, and at a reload that swaps in another built database (the same catalog and one more package, renamed over the served file; the peak reset just before). Limit: {HTTP_DB_LIMIT_MB:.0} MB each.\n");
+    let _ = writeln!(
+        w,
+        "| serving a built database | runs (MB) | median | limit | met |"
+    );
+    let _ = writeln!(w, "|---|---|---|---|---|");
+    for (what, v) in [
+        ("start-up", &p.http_start_kb),
+        ("reload to another database", &p.http_reload_kb),
+    ] {
+        let m = med(v) / 1024.0;
+        let _ = writeln!(
+            w,
+            "| {what} | {} | {m:.1} MB | {HTTP_DB_LIMIT_MB:.0} MB | {} |",
+            runs(v),
+            if m < HTTP_DB_LIMIT_MB {
+                "MET"
+            } else {
+                "NOT MET"
+            }
+        );
+    }
 }
