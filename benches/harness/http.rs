@@ -1,8 +1,9 @@
-//! catalogd's HTTP API (issue 15): `/api/v1/all` at 10 concurrent clients against a trivial
-//! file server sending a file of the same bytes (its own child process: HTTP/1.1 keep-alive,
-//! the body copied from the file with `std::io::copy`, which is `sendfile` on Linux), with the
-//! same client in the same run; the server's RSS while it serves; and the time from a change
-//! of the watched FBC file to the new content being served.
+//! catalogd's HTTP API: `/api/v1/all` at 1 and 10 concurrent clients, plain and gzip, against
+//! a trivial file server sending a file of the same bytes (its own child process: HTTP/1.1
+//! keep-alive, the body copied from the file with `std::io::copy`, which is `sendfile` on
+//! Linux), with the same client in the same run; `/api/v1/metas?package=P` for every package;
+//! the GraphQL query for package names and default channels; the server's RSS while it
+//! serves; and the time from a change of the watched FBC file to the new content being served.
 
 use crate::procs::free_port;
 use std::io::{BufRead, BufReader, Write};
@@ -14,11 +15,25 @@ use std::time::{Duration, Instant};
 
 pub const CLIENTS: usize = 10;
 
-pub struct HttpRow {
-    pub all_mb: f64,
-    /// Bytes per second of `/api/v1/all` bodies, opreg and the file server.
+/// One load of `/api/v1/all`: bytes per second of bodies (as sent), opreg and the file server.
+pub struct AllLoad {
+    pub gzip: bool,
+    pub clients: usize,
     pub opreg_bps: f64,
     pub file_bps: f64,
+}
+
+pub struct HttpRow {
+    pub all_mb: f64,
+    pub gzip_mb: f64,
+    /// 10 clients, plain (the first), then the other combinations.
+    pub loads: Vec<AllLoad>,
+    /// `/metas?package=P` for every package, whole answers: (median, slowest, the slowest
+    /// package, the slowest time to the response head).
+    pub metas: (Duration, Duration, String, Duration),
+    /// `{ olmpackages { name defaultChannel } }`: best and median of 20, response bytes, and
+    /// whether the response holds an icon.
+    pub graphql: (Duration, Duration, usize, bool),
     /// opreg's RSS, sampled every 20 ms while it serves the 10 clients (KiB).
     pub load_rss_kb: u64,
     /// opreg's peak RSS since its start, including its start-up build (KiB).
@@ -108,24 +123,30 @@ fn wait_ok(url: &str, limit: Duration) -> Result<(), String> {
 fn load(
     rt: &tokio::runtime::Runtime,
     url: &str,
+    (clients, gzip): (usize, bool),
     dur: Duration,
     mut sample: impl FnMut(),
 ) -> Result<f64, String> {
     let client = reqwest::Client::builder()
-        .pool_max_idle_per_host(CLIENTS)
+        .pool_max_idle_per_host(clients)
         .build()
         .map_err(|e| e.to_string())?;
     let bytes = Arc::new(AtomicU64::new(0));
     let stop = Arc::new(AtomicBool::new(false));
     let failed = Arc::new(AtomicU64::new(0));
     let start = Instant::now();
-    let tasks: Vec<_> = (0..CLIENTS)
+    let tasks: Vec<_> = (0..clients)
         .map(|_| {
             let (client, url) = (client.clone(), url.to_string());
             let (bytes, stop, failed) = (bytes.clone(), stop.clone(), failed.clone());
             rt.spawn(async move {
                 while !stop.load(Ordering::Relaxed) {
-                    match client.get(&url).send().await {
+                    let mut req = client.get(&url);
+                    if gzip {
+                        // Not decoded here (no gzip feature): the bytes as sent are counted.
+                        req = req.header("Accept-Encoding", "gzip");
+                    }
+                    match req.send().await {
                         Ok(mut r) => {
                             while let Ok(Some(c)) = r.chunk().await {
                                 bytes.fetch_add(c.len() as u64, Ordering::Relaxed);
@@ -190,41 +211,79 @@ pub fn measure(bin: &Path, catalog: &Path, work: &Path, dur: Duration) -> Result
         &format!("http://127.0.0.1:{http}/readyz"),
         Duration::from_secs(600),
     )?;
+    let fetch = |url: &str, to: &Path, gzip: bool| -> Result<u64, String> {
+        let mut req = ureq::get(url);
+        if gzip {
+            req = req.header("Accept-Encoding", "gzip");
+        }
+        let mut body = req.call().map_err(|e| e.to_string())?.into_body();
+        std::io::copy(
+            &mut body.as_reader(),
+            &mut std::fs::File::create(to).map_err(|e| e.to_string())?,
+        )
+        .map_err(|e| e.to_string())
+    };
     let all = work.join("http-all.jsonl");
-    let mut body = ureq::get(&format!("{base}/all"))
-        .call()
-        .map_err(|e| e.to_string())?
-        .into_body();
-    std::io::copy(
-        &mut body.as_reader(),
-        &mut std::fs::File::create(&all).map_err(|e| e.to_string())?,
-    )
-    .map_err(|e| e.to_string())?;
-    let all_len = std::fs::metadata(&all).map_err(|e| e.to_string())?.len();
-
-    let fport = free_port();
-    let _files = Proc(
-        Command::new(&me)
-            .arg("file-server")
-            .arg(&all)
-            .arg(fport.to_string())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|e| e.to_string())?,
-    );
-    wait_ok(
-        &format!("http://127.0.0.1:{fport}/"),
-        Duration::from_secs(30),
-    )?;
-
+    let all_len = fetch(&format!("{base}/all"), &all, false)?;
+    // ureq asks for gzip itself and decodes it; the raw copy comes from reqwest below.
+    let all_gz = work.join("http-all.jsonl.gz");
     let rt = crate::load::client_runtime().map_err(|e| e.to_string())?;
-    let mut load_rss_kb = 0;
-    let opreg_bps = load(&rt, &format!("{base}/all"), dur, || {
-        load_rss_kb = load_rss_kb.max(status_kb(pid, "VmRSS:"));
+    let gz_len = rt.block_on(async {
+        let r = reqwest::Client::new()
+            .get(format!("{base}/all"))
+            .header("Accept-Encoding", "gzip")
+            .send()
+            .await
+            .map_err(|e| e.to_string())?;
+        let b = r.bytes().await.map_err(|e| e.to_string())?;
+        std::fs::write(&all_gz, &b).map_err(|e| e.to_string())?;
+        Ok::<u64, String>(b.len() as u64)
     })?;
-    let file_bps = load(&rt, &format!("http://127.0.0.1:{fport}/all"), dur, || {})?;
+    let file_server = |file: &Path| -> Result<(Proc, u16), String> {
+        let fport = free_port();
+        let p = Proc(
+            Command::new(&me)
+                .arg("file-server")
+                .arg(file)
+                .arg(fport.to_string())
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .map_err(|e| e.to_string())?,
+        );
+        wait_ok(
+            &format!("http://127.0.0.1:{fport}/"),
+            Duration::from_secs(30),
+        )?;
+        Ok((p, fport))
+    };
+    let (_plain_files, plain_port) = file_server(&all)?;
+    let (_gzip_files, gzip_port) = file_server(&all_gz)?;
+
+    let mut load_rss_kb = 0;
+    let mut loads = Vec::new();
+    for (clients, gzip) in [(CLIENTS, false), (1, false), (1, true), (CLIENTS, true)] {
+        let opreg_bps = load(&rt, &format!("{base}/all"), (clients, gzip), dur, || {
+            load_rss_kb = load_rss_kb.max(status_kb(pid, "VmRSS:"));
+        })?;
+        let fport = if gzip { gzip_port } else { plain_port };
+        let file_bps = load(
+            &rt,
+            &format!("http://127.0.0.1:{fport}/all"),
+            (clients, gzip),
+            dur,
+            || {},
+        )?;
+        loads.push(AllLoad {
+            gzip,
+            clients,
+            opreg_bps,
+            file_bps,
+        });
+    }
+    let metas = metas_latency(&base, &all)?;
+    let graphql = graphql_latency(&base)?;
     let hwm_kb = status_kb(pid, "VmHWM:");
 
     // A change: one more package, written beside the file and renamed over it.
@@ -258,38 +317,137 @@ pub fn measure(bin: &Path, catalog: &Path, work: &Path, dur: Duration) -> Result
     };
     Ok(HttpRow {
         all_mb: all_len as f64 / 1e6,
-        opreg_bps,
-        file_bps,
+        gzip_mb: gz_len as f64 / 1e6,
+        loads,
+        metas,
+        graphql,
         load_rss_kb,
         hwm_kb,
         reload,
     })
 }
 
+/// `/metas?package=P` for every package named in `all`, one keep-alive client, one request
+/// at a time (after one warm-up round): the median, the slowest and its package.
+fn metas_latency(base: &str, all: &Path) -> Result<(Duration, Duration, String, Duration), String> {
+    let text = std::fs::read_to_string(all).map_err(|e| e.to_string())?;
+    let packages: Vec<String> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["schema"] == "olm.package")
+        .filter_map(|v| v["name"].as_str().map(str::to_string))
+        .collect();
+    if packages.is_empty() {
+        return Err("no olm.package in /all".into());
+    }
+    let agent = ureq::Agent::new_with_defaults();
+    let mut times = Vec::new();
+    let mut head_max = Duration::ZERO;
+    for round in 0..2 {
+        for p in &packages {
+            let t = Instant::now();
+            let resp = agent
+                .get(&format!("{base}/metas?package={p}"))
+                .call()
+                .map_err(|e| format!("/metas?package={p}: {e}"))?;
+            if round == 1 {
+                head_max = head_max.max(t.elapsed());
+            }
+            let body = resp.into_body().read_to_vec().map_err(|e| e.to_string())?;
+            let took = t.elapsed();
+            if body.is_empty() {
+                return Err(format!("/metas?package={p} returned nothing"));
+            }
+            if round == 1 {
+                times.push((took, p.clone()));
+            }
+        }
+    }
+    times.sort();
+    let median = times[times.len() / 2].0;
+    let (slowest, which) = times.last().cloned().unwrap_or_default();
+    Ok((median, slowest, which, head_max))
+}
+
+/// The package query a console makes, 20 times after a warm-up: best, median, response size,
+/// and whether it holds icon data.
+fn graphql_latency(base: &str) -> Result<(Duration, Duration, usize, bool), String> {
+    let url = format!("{base}/graphql");
+    let query = r#"{"query":"{ olmpackages { name defaultChannel } }"}"#;
+    let agent = ureq::Agent::new_with_defaults();
+    let mut times = Vec::new();
+    let mut last = Vec::new();
+    for i in 0..21 {
+        let t = Instant::now();
+        last = agent
+            .post(&url)
+            .header("Content-Type", "application/json")
+            .send(query)
+            .map_err(|e| format!("{url}: {e}"))?
+            .into_body()
+            .read_to_vec()
+            .map_err(|e| e.to_string())?;
+        if i > 0 {
+            times.push(t.elapsed());
+        }
+    }
+    times.sort();
+    let v: serde_json::Value = serde_json::from_slice(&last).map_err(|e| e.to_string())?;
+    let n = v["data"]["olmpackages"].as_array().map_or(0, Vec::len);
+    if n == 0 {
+        return Err(format!("the GraphQL answer lists no package: {v}"));
+    }
+    let text = String::from_utf8_lossy(&last);
+    let icon = text.contains("base64data") || text.contains("mediatype");
+    Ok((times[0], times[times.len() / 2], last.len(), icon))
+}
+
 /// The report section.
 pub fn section(w: &mut String, name: &str, row: &Result<HttpRow, String>) {
     use std::fmt::Write as _;
-    let _ = writeln!(w, "\n## catalogd HTTP API\n\n`{name}` served by `opreg serve DIR --http-port P --watch --no-call-log`. `/api/v1/all` (no gzip) fetched again and again by {CLIENTS} concurrent clients (reqwest, HTTP/1.1 keep-alive), next to a trivial file server sending a file of the same bytes (a child process; `std::io::copy`, i.e. sendfile) to the same clients in the same run. RSS while serving: opreg's VmRSS sampled every 20 ms during its load phase; peak since start (VmHWM) includes the start-up build. Change → served: the watched file replaced (rename) with one more package, until `/api/v1/metas` returns it (the watch's 300 ms debounce included). Targets: throughput within 1.5× of the file, RSS while serving < 64 MB.\n");
-    match row {
+    let _ = writeln!(w, "\n## catalogd HTTP API\n\n`{name}` served by `opreg serve DIR --http-port P --watch --no-call-log`. `/api/v1/all` fetched again and again by 1 and by {CLIENTS} concurrent clients (reqwest, HTTP/1.1 keep-alive), plain and with `Accept-Encoding: gzip` (opreg's gzip copy, written once per version; the bytes as sent are counted), next to a trivial file server sending a file of the same bytes (a child process; `std::io::copy`, i.e. sendfile) to the same clients in the same run. `/metas?package=P`: every package of the catalog in turn, one keep-alive client, after a warm-up round. GraphQL: `{{ olmpackages {{ name defaultChannel }} }}` posted 20 times after a warm-up. RSS while serving: opreg's VmRSS sampled every 20 ms during its `/all` loads; peak since start (VmHWM) includes the start-up build. Change → served: the watched file replaced (rename) with one more package, until `/api/v1/metas` returns it (the watch's 300 ms debounce included). Targets: `/all` at least 0.95 × the file server's throughput in each case; `/metas?package=P` answered whole in under 1 ms for every package; the GraphQL query under 50 ms with no icon bytes (the whole answer timed in both); RSS while serving < 64 MB.\n");
+    let r = match row {
         Err(e) => {
             let _ = writeln!(w, "Not measured: {e}");
+            return;
         }
-        Ok(r) => {
-            let ratio = r.file_bps / r.opreg_bps.max(1.0);
-            let rss = r.load_rss_kb as f64 / 1024.0;
-            let _ = writeln!(w, "| /all | opreg | file | file ÷ opreg | RSS while serving | peak RSS since start | change → served |");
-            let _ = writeln!(w, "|---|---|---|---|---|---|---|");
-            let _ = writeln!(
-                w,
-                "| {:.1} MB | {:.0} MB/s | {:.0} MB/s | {ratio:.2} ({}) | {rss:.1} MB ({}) | {:.1} MB | {:.2} s |",
-                r.all_mb,
-                r.opreg_bps / 1e6,
-                r.file_bps / 1e6,
-                if ratio <= 1.5 { "MET" } else { "NOT MET" },
-                if rss < 64.0 { "MET" } else { "NOT MET" },
-                r.hwm_kb as f64 / 1024.0,
-                r.reload.as_secs_f64()
-            );
-        }
+        Ok(r) => r,
+    };
+    let met = |ok: bool| if ok { "MET" } else { "NOT MET" };
+    let _ = writeln!(w, "| /all | clients | body | opreg | file | opreg ÷ file |");
+    let _ = writeln!(w, "|---|---|---|---|---|---|");
+    for l in &r.loads {
+        let ratio = l.opreg_bps / l.file_bps.max(1.0);
+        let _ = writeln!(
+            w,
+            "| {} | {} | {:.1} MB | {:.0} MB/s | {:.0} MB/s | {ratio:.2} ({}) |",
+            if l.gzip { "gzip" } else { "plain" },
+            l.clients,
+            if l.gzip { r.gzip_mb } else { r.all_mb },
+            l.opreg_bps / 1e6,
+            l.file_bps / 1e6,
+            met(ratio >= 0.95)
+        );
     }
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let (med, slow, which, head) = &r.metas;
+    let (best, gmed, bytes, icon) = r.graphql;
+    let rss = r.load_rss_kb as f64 / 1024.0;
+    let _ = writeln!(w, "\n| /metas?package=P median | slowest | slowest to the head | GraphQL packages best / median | answer | RSS while serving | peak RSS since start | change → served |");
+    let _ = writeln!(w, "|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(
+        w,
+        "| {:.3} ms | {:.3} ms, `{which}` ({}) | {:.3} ms | {:.1} / {:.1} ms ({}) | {bytes} bytes, {} | {rss:.1} MB ({}) | {:.1} MB | {:.2} s |",
+        ms(*med),
+        ms(*slow),
+        met(ms(*slow) < 1.0),
+        ms(*head),
+        ms(best),
+        ms(gmed),
+        met(ms(gmed) < 50.0 && !icon),
+        if icon { "icon data (NOT MET)" } else { "no icon data" },
+        met(rss < 64.0),
+        r.hwm_kb as f64 / 1024.0,
+        r.reload.as_secs_f64()
+    );
 }
