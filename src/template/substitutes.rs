@@ -153,9 +153,41 @@ fn version_release(b: &Bundle, what: &str, named: &str) -> Result<VersionRelease
             go_quote(named)
         )
     })?;
-    Ok(VersionRelease {
+    let mut vr = VersionRelease {
         version,
         release: b.release(),
+    };
+    // A bundle of the legacy release scheme (its CSV names what it substitutes for) carries
+    // its release as the version's build metadata: that becomes the release.
+    if vr.release.is_none() && !vr.version.build.is_empty() && uses_legacy_release(b) {
+        vr.release = Some(vr.version.build.to_string());
+        vr.version.build = semver::BuildMetadata::EMPTY;
+    }
+    Ok(vr)
+}
+
+/// Whether the bundle's CSV (its `olm.csv.metadata`, or a CSV among its `olm.bundle.object`s)
+/// has a non-empty `olm.substitutesFor` annotation, as upstream checks before reading a
+/// release from build metadata.
+fn uses_legacy_release(b: &Bundle) -> bool {
+    const KEY: &str = "olm.substitutesFor";
+    let named = |annotations: &Value| annotations[KEY].as_str().is_some_and(|s| !s.is_empty());
+    b.properties.iter().any(|p| match p.r#type.as_str() {
+        crate::model::prop::CSV_METADATA => {
+            serde_json::from_str::<Value>(&p.value).is_ok_and(|v| named(&v["annotations"]))
+        }
+        crate::model::prop::BUNDLE_OBJECT => {
+            use base64::Engine;
+            serde_json::from_str::<Value>(&p.value)
+                .ok()
+                .and_then(|v| v["data"].as_str().map(str::to_string))
+                .and_then(|d| base64::engine::general_purpose::STANDARD.decode(d).ok())
+                .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok())
+                .is_some_and(|o| {
+                    o["kind"] == "ClusterServiceVersion" && named(&o["metadata"]["annotations"])
+                })
+        }
+        _ => false,
     })
 }
 

@@ -380,3 +380,44 @@ fn process_substitution_updates_existing_references() {
         "testoperator.v1.2.0"
     );
 }
+
+#[test]
+fn legacy_build_metadata_becomes_the_release() {
+    // Upstream's VersionRelease: with no release, a bundle whose CSV names what it substitutes
+    // for (in olm.csv.metadata or in an olm.bundle.object CSV) reads its build metadata as
+    // its release; any other bundle keeps build metadata as part of the version.
+    use base64::Engine;
+    let mut by_metadata = bundle("1.0.0+2", "", "img");
+    by_metadata.properties.push(Property {
+        r#type: prop::CSV_METADATA.into(),
+        value: json!({"annotations": {"olm.substitutesFor": "testoperator.v1.0.0"}}).to_string(),
+    });
+    let vr = version_release(&by_metadata, "substitute", "s").unwrap();
+    assert_eq!(vr.release.as_deref(), Some("2"));
+    assert!(vr.version.build.is_empty());
+    let plain = bundle("1.0.0+1", "", "img");
+    let pv = version_release(&plain, "base", "b").unwrap();
+    assert_eq!(pv.release, None);
+    assert_eq!(pv.version.build.as_str(), "1");
+    assert_eq!(vr.cmp(&pv), Ordering::Greater);
+    // The same build metadata without the annotation is not newer: precedence ignores it.
+    let unannotated = bundle("1.0.0+2", "", "img");
+    let uv = version_release(&unannotated, "substitute", "s").unwrap();
+    assert_eq!(uv.cmp(&pv), Ordering::Equal);
+    let csv = json!({"kind": "ClusterServiceVersion",
+        "metadata": {"annotations": {"olm.substitutesFor": "testoperator.v1.0.0"}}});
+    let data = base64::engine::general_purpose::STANDARD.encode(csv.to_string());
+    let mut by_object = bundle("1.0.0+3.x", "", "img");
+    by_object.properties.push(Property {
+        r#type: prop::BUNDLE_OBJECT.into(),
+        value: json!({"data": data}).to_string(),
+    });
+    let ov = version_release(&by_object, "substitute", "s").unwrap();
+    assert_eq!(ov.release.as_deref(), Some("3.x"));
+    // An explicit release wins over build metadata.
+    let mut released = by_metadata.clone();
+    released.properties[0].value =
+        json!({"packageName": "testoperator", "version": "1.0.0+2", "release": "7"}).to_string();
+    let rv = version_release(&released, "substitute", "s").unwrap();
+    assert_eq!(rv.release.as_deref(), Some("7"));
+}
