@@ -57,6 +57,7 @@ fn every_printing_command_stops_quietly_on_a_closed_pipe() {
     )
     .unwrap();
     let (d, db) = (s(&dir), s(&db));
+    let catalog_file = s(&dir.join("catalog.json")).to_string();
     // Each subcommand, with arguments that make it print on stdout; `None` for the ones that
     // print nothing there (their reports go to stderr) or need a server to say anything.
     let cases: Vec<(&str, Option<Vec<&str>>)> = vec![
@@ -81,6 +82,16 @@ fn every_printing_command_stops_quietly_on_a_closed_pipe() {
         // Writes image layouts and a Dockerfile; their reports go to stderr.
         ("image", None),
         ("generate", None),
+        (
+            "init",
+            Some(vec!["init", "foo", "-c", "stable", "-o", "yaml"]),
+        ),
+        (
+            "convert-template",
+            Some(vec!["convert-template", "basic", &catalog_file]),
+        ),
+        // Writes a directory tree; nothing on stdout.
+        ("migrate", None),
     ];
     let known: Vec<&str> = cases.iter().map(|(n, _)| *n).collect();
     for sub in opreg::cli::Cli::command().get_subcommands() {

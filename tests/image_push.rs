@@ -490,7 +490,10 @@ fn a_pushed_multi_arch_base_gives_a_pushed_multi_arch_catalog() {
     let reg = Registry::http();
     let ctx = Ctx::new();
     let cat = catalog(&ctx);
-    let (amd, arm) = (base_with(b"amd64 opm"), base_with(b"arm64 opm"));
+    let (amd, arm) = (
+        base_with(b"amd64 opm"),
+        base_with(b"arm64 opm").arch("arm64"),
+    );
     reg.push_index(
         "multi",
         "v1",

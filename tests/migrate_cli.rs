@@ -125,3 +125,35 @@ fn migrate_refuses_a_non_empty_outdir_and_leaves_it_untouched() {
     });
     assert_eq!(leftovers.count(), 0);
 }
+
+/// Upstream's TestMigrate "DeclcfgDir/Success": its foo catalog directory, migrated with no
+/// migration to YAML, is exactly one file, `foo/catalog.yaml`, with upstream's expected bytes.
+#[test]
+fn upstream_declcfg_dir_migrates_to_upstreams_bytes() {
+    let fixtures =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/authoring/migrate");
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("out");
+    let src = fixtures.join("foo-index-v0.2.0-declcfg");
+    let (code, _, err) = opreg(&[
+        "migrate",
+        src.to_str().unwrap(),
+        out.to_str().unwrap(),
+        "-o",
+        "yaml",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let files: Vec<String> = walkdir::WalkDir::new(&out)
+        .min_depth(1)
+        .into_iter()
+        .map(|e| e.unwrap())
+        .filter(|e| e.file_type().is_file())
+        .map(|e| e.path().strip_prefix(&out).unwrap().display().to_string())
+        .collect();
+    assert_eq!(files, ["foo/catalog.yaml"]);
+    let want = fs::read_to_string(fixtures.join("foo-catalog.yaml")).unwrap();
+    assert_eq!(
+        fs::read_to_string(out.join("foo/catalog.yaml")).unwrap(),
+        want
+    );
+}

@@ -428,6 +428,8 @@ pub struct Image {
     pub labels: BTreeMap<String, String>,
     pub layers: Vec<(Vec<u8>, Vec<u8>, &'static str)>,
     pub format: Format,
+    /// The config's architecture (amd64 unless set).
+    pub arch: &'static str,
 }
 
 impl Image {
@@ -439,7 +441,14 @@ impl Image {
                 .collect(),
             layers: Vec::new(),
             format: Format::Oci,
+            arch: "amd64",
         }
+    }
+
+    /// Sets the config's architecture.
+    pub fn arch(mut self, arch: &'static str) -> Image {
+        self.arch = arch;
+        self
     }
 
     pub fn docker(mut self) -> Image {
@@ -471,7 +480,7 @@ impl Image {
     pub fn config(&self) -> Vec<u8> {
         let diff_ids: Vec<String> = self.layers.iter().map(|(t, _, _)| sha(t)).collect();
         serde_json::json!({
-            "architecture": "amd64", "os": "linux",
+            "architecture": self.arch, "os": "linux",
             "config": {"Labels": self.labels},
             "rootfs": {"type": "layers", "diff_ids": diff_ids}
         })
