@@ -225,7 +225,7 @@ pub fn measure(bin: &Path, catalog: &Path, work: &Path, dur: Duration) -> Result
     };
     let all = work.join("http-all.jsonl");
     let all_len = fetch(&format!("{base}/all"), &all, false)?;
-    // ureq asks for gzip itself and decodes it; the raw copy comes from reqwest below.
+    // The gzip copy as opreg sends it (reqwest here has no gzip decoder).
     let all_gz = work.join("http-all.jsonl.gz");
     let rt = crate::load::client_runtime().map_err(|e| e.to_string())?;
     let gz_len = rt.block_on(async {

@@ -56,20 +56,10 @@ impl Store {
                 };
                 let mut read = |b: &mut Bundle| -> rusqlite::Result<()> {
                     b.properties = props
-                        .query_map([id], |r| {
-                            Ok(Property {
-                                r#type: r.get(0)?,
-                                value: r.get(1)?,
-                            })
-                        })?
+                        .query_map([id], |r| property_at(r, 0))?
                         .collect::<rusqlite::Result<_>>()?;
                     b.related_images = images
-                        .query_map([id], |r| {
-                            Ok(RelatedImage {
-                                name: r.get(0)?,
-                                image: r.get(1)?,
-                            })
-                        })?
+                        .query_map([id], |r| related_image_at(r, 0))?
                         .collect::<rusqlite::Result<_>>()?;
                     Ok(())
                 };
@@ -185,10 +175,7 @@ impl Store {
             let mut rows = st.query(args())?;
             while let Some(r) = rows.next()? {
                 if let Some(b) = bundle_by_id(&mut cat, &ids, r.get(0)?) {
-                    b.properties.push(Property {
-                        r#type: r.get(1)?,
-                        value: r.get(2)?,
-                    });
+                    b.properties.push(property_at(r, 1)?);
                 }
             }
             let mut st = c.prepare(&format!(
@@ -197,10 +184,7 @@ impl Store {
             let mut rows = st.query(args())?;
             while let Some(r) = rows.next()? {
                 if let Some(b) = bundle_by_id(&mut cat, &ids, r.get(0)?) {
-                    b.related_images.push(RelatedImage {
-                        name: r.get(1)?,
-                        image: r.get(2)?,
-                    });
+                    b.related_images.push(related_image_at(r, 1)?);
                 }
             }
         }
@@ -252,4 +236,20 @@ fn bundle_by_id<'c>(
 ) -> Option<&'c mut Bundle> {
     let (pkg, name) = ids.get(&id)?;
     cat.packages.get_mut(pkg)?.bundles.get_mut(name)
+}
+
+/// A `bundle_property` row's (type, value), from column `at`.
+fn property_at(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<Property> {
+    Ok(Property {
+        r#type: r.get(at)?,
+        value: r.get(at + 1)?,
+    })
+}
+
+/// A `related_image` row's (name, image), from column `at`.
+fn related_image_at(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<RelatedImage> {
+    Ok(RelatedImage {
+        name: r.get(at)?,
+        image: r.get(at + 1)?,
+    })
 }

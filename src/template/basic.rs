@@ -3,7 +3,7 @@
 //! reference renders to; every other entry is kept as written.
 
 use super::{field, BundleRenderer};
-use crate::catalog::{self, fbc, Decl};
+use crate::catalog::Decl;
 use crate::model::{schema, Catalog};
 use crate::text::go_quote;
 use serde_json::Value;
@@ -46,16 +46,9 @@ pub fn render(
             continue;
         }
         // Any other entry is FBC as written: typed by the same decoder as a catalog file.
-        let text = serde_json::to_string(e).map_err(|e| e.to_string())?;
-        for raw in fbc::decode_bytes(text.as_bytes(), file, &mut diags) {
-            decls.extend(fbc::to_decl(raw, &mut diags));
-        }
+        super::decode_entry(e, file, &mut decls, &mut diags)?;
     }
-    let cat = catalog::build(decls, &mut diags);
-    match diags.iter().find(|d| d.is_error()) {
-        Some(d) => Err(d.message.replace('\n', "; ")),
-        None => Ok(cat),
-    }
+    super::build_catalog(decls, diags)
 }
 
 /// The image of a template bundle: one with a schema and an image but no package, properties

@@ -124,3 +124,30 @@ fn one_line(s: &str) -> String {
 fn field<'a>(m: &'a serde_json::Map<String, Value>, key: &str) -> Option<&'a Value> {
     crate::catalog::fbc::decode::get_ci(m, key)
 }
+
+/// Decodes one template entry that is FBC as written, with the same decoder as a catalog file.
+fn decode_entry(
+    entry: &Value,
+    file: &str,
+    decls: &mut Vec<crate::catalog::Decl>,
+    diags: &mut Vec<crate::diag::Diagnostic>,
+) -> Result<(), String> {
+    use crate::catalog::fbc;
+    let text = serde_json::to_string(entry).map_err(|e| e.to_string())?;
+    for raw in fbc::decode_bytes(text.as_bytes(), file, diags) {
+        decls.extend(fbc::to_decl(raw, diags));
+    }
+    Ok(())
+}
+
+/// The catalog of a template's declarations, or its first error on one line.
+fn build_catalog(
+    decls: Vec<crate::catalog::Decl>,
+    mut diags: Vec<crate::diag::Diagnostic>,
+) -> Result<Catalog, String> {
+    let cat = crate::catalog::build(decls, &mut diags);
+    match diags.iter().find(|d| d.is_error()) {
+        Some(d) => Err(d.message.replace('\n', "; ")),
+        None => Ok(cat),
+    }
+}

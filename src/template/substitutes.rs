@@ -11,7 +11,7 @@
 //! catalog, and the result must still be a valid catalog.
 
 use super::{field, BundleRenderer};
-use crate::catalog::{self, fbc, Decl};
+use crate::catalog::Decl;
 use crate::model::{Bundle, Catalog};
 use crate::text::go_quote;
 use serde_json::Value;
@@ -119,16 +119,9 @@ fn entries_catalog(entries: Vec<Value>, file: &str) -> Result<Catalog, String> {
         if !e.is_object() {
             return Err(format!("entries[{i}] is not a mapping"));
         }
-        let text = serde_json::to_string(&e).map_err(|e| e.to_string())?;
-        for raw in fbc::decode_bytes(text.as_bytes(), file, &mut diags) {
-            decls.extend(fbc::to_decl(raw, &mut diags));
-        }
+        super::decode_entry(&e, file, &mut decls, &mut diags)?;
     }
-    let cat = catalog::build(decls, &mut diags);
-    match diags.iter().find(|d| d.is_error()) {
-        Some(d) => Err(d.message.replace('\n', "; ")),
-        None => Ok(cat),
-    }
+    super::build_catalog(decls, diags)
 }
 
 /// The catalog passes upstream's rules (what opm's conversion to its model checks).
