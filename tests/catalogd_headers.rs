@@ -7,13 +7,13 @@ mod common;
 
 use common::{free_port, opreg, Server};
 
-fn unzstd(b: &[u8]) -> Vec<u8> {
+/// Every frame of `b`, joined (RFC 8878: a zstd stream is one or more frames).
+fn unzstd(mut b: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
-    std::io::Read::read_to_end(
-        &mut ruzstd::decoding::StreamingDecoder::new(b).unwrap(),
-        &mut out,
-    )
-    .unwrap();
+    while !b.is_empty() {
+        let mut frame = ruzstd::decoding::StreamingDecoder::new(&mut b).unwrap();
+        std::io::Read::read_to_end(&mut frame, &mut out).unwrap();
+    }
     out
 }
 
@@ -156,4 +156,82 @@ fn catalog_names_are_dns1123_subdomains() {
         assert_eq!(code, 2, "{bad}: {err}");
         assert!(err.contains("--catalog-name"), "{err}");
     }
+}
+
+/// A `/metas` answer by package or schema is one valid gzip member (or zstd frames) whose
+/// compressed runs are bytes of the `/all` copy, decoded here by the `gzip` program.
+#[test]
+fn compressed_metas_answers_are_cut_from_the_copies() {
+    let http = free_port();
+    let s = Server::start(&["--http-port", &http.to_string()]);
+    let base = format!("http://127.0.0.1:{http}/catalogs/catalog/api/v1");
+    let gunzip_cli = |b: &[u8]| {
+        let mut child = std::process::Command::new("gzip")
+            .arg("-dc")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("gzip");
+        std::io::Write::write_all(child.stdin.as_mut().unwrap(), b).unwrap();
+        drop(child.stdin.take());
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "gzip -dc failed");
+        out.stdout
+    };
+    common::rt().block_on(async {
+        let c = reqwest::Client::new();
+        let get = |url: String, enc: &'static str| {
+            let c = c.clone();
+            async move {
+                let r = c
+                    .get(url)
+                    .header("Accept-Encoding", enc)
+                    .send()
+                    .await
+                    .unwrap();
+                assert_eq!(r.status(), 200);
+                let coding = r
+                    .headers()
+                    .get("content-encoding")
+                    .map(|v| v.to_str().unwrap().to_string());
+                (coding, r.bytes().await.unwrap().to_vec())
+            }
+        };
+        let (_, all_gz) = get(format!("{base}/all"), "gzip").await;
+        let (_, all_zst) = get(format!("{base}/all"), "zstd").await;
+        let contains = |hay: &[u8], needle: &[u8]| hay.windows(needle.len()).any(|w| w == needle);
+        let mut compressed = 0;
+        // (query, whether its objects are one stretch of the file)
+        for (q, one_stretch) in [
+            ("package=cve-demo", true),
+            ("package=example", true),
+            ("package=zstream", true),
+            ("schema=olm.bundle&package=zstream", true),
+            ("schema=olm.bundle", false),
+            ("schema=olm.package", false),
+        ] {
+            let url = format!("{base}/metas?{q}");
+            let (coding, plain) = get(url.clone(), "identity").await;
+            assert_eq!(coding, None);
+            if plain.len() < 1024 {
+                continue;
+            }
+            compressed += 1;
+            let (coding, gz) = get(url.clone(), "gzip").await;
+            assert_eq!(coding.as_deref(), Some("gzip"), "{q}");
+            assert_eq!(gunzip_cli(&gz), plain, "{q}");
+            assert_eq!(gz[..10], all_gz[..10], "{q}: the copy's header");
+            assert_eq!(
+                contains(&all_gz, &gz[10..gz.len() - 10]),
+                one_stretch,
+                "{q}"
+            );
+            let (coding, zst) = get(url.clone(), "zstd").await;
+            assert_eq!(coding.as_deref(), Some("zstd"), "{q}");
+            assert_eq!(unzstd(&zst), plain, "{q}");
+            assert_eq!(contains(&all_zst, &zst), one_stretch, "{q}");
+        }
+        assert!(compressed >= 3, "only {compressed} answers were compressed");
+    });
+    assert_eq!(s.terminate(), Some(0));
 }

@@ -11,6 +11,7 @@
 
 use super::content::{Content, Section};
 use super::encoding::{self, Coding};
+use super::runs::Piece;
 use super::{plain, HttpState};
 use axum::body::Body;
 use axum::response::Response;
@@ -136,7 +137,11 @@ async fn serve_all(content: Arc<Content>, method: &Method, headers: &HeaderMap) 
     let body = if method == Method::HEAD {
         Body::empty()
     } else {
-        Body::from_stream(read_sections(content.clone(), path, vec![section]))
+        Body::from_stream(read_pieces(
+            content.clone(),
+            path,
+            vec![Piece::File(section)],
+        ))
     };
     let mut r = Response::new(body);
     *r.status_mut() = status;
@@ -257,42 +262,48 @@ async fn serve_metas(
             std::io::Result<Bytes>,
         >()))
     } else if schema.is_empty() && package.is_empty() && name.is_empty() {
-        // The whole version: its file, or its precompressed copy.
+        // The whole version: its file, or its compressed copy.
         let coding = encoding::negotiate(headers, content.size);
         let (path, size) = content.file(coding);
-        let section = Section {
+        let whole = Piece::File(Section {
             offset: 0,
             len: size,
-        };
-        let mut r = Response::new(Body::from_stream(read_sections(
+        });
+        let mut r = Response::new(Body::from_stream(read_pieces(
             content.clone(),
             path,
-            vec![section],
+            vec![whole],
         )));
         coded(&mut r, coding, size);
         r
     } else {
-        let sections = content.index.get(&schema, &package, &name);
-        let total: u64 = sections.iter().map(|s| s.len).sum();
+        let lines = content.index.get(&schema, &package, &name);
+        let total: u64 = content.sections_len(&lines);
         let coding = encoding::negotiate(headers, total);
-        if coding == Coding::Identity {
-            let body = read_sections(content.clone(), content.path.clone(), sections);
-            let mut r = Response::new(Body::from_stream(body));
-            coded(&mut r, coding, total);
-            r
+        // Cut from the compressed copy; only lines of runs not wanted whole are compressed
+        // (on a blocking thread, as they are read).
+        let answer = if coding == Coding::Identity {
+            content.answer(&lines, coding)
         } else {
-            let bytes = match read_all(content.clone(), sections).await {
-                Ok(b) => encoding::compress(coding, &b),
-                Err(e) => {
-                    tracing::error!(error = %e, "cannot read {}", content.path.display());
-                    return status_text(StatusCode::INTERNAL_SERVER_ERROR);
-                }
-            };
-            let len = bytes.len() as u64;
-            let mut r = Response::new(Body::from(bytes));
-            coded(&mut r, coding, len);
-            r
-        }
+            let c = content.clone();
+            tokio::task::spawn_blocking(move || c.answer(&lines, coding))
+                .await
+                .unwrap_or_else(|e| Err(std::io::Error::other(e)))
+        };
+        let (path, pieces, len) = match answer {
+            Ok(a) => a,
+            Err(e) => {
+                tracing::error!(error = %e, "cannot read {}", content.path.display());
+                return status_text(StatusCode::INTERNAL_SERVER_ERROR);
+            }
+        };
+        let mut r = Response::new(Body::from_stream(read_pieces(
+            content.clone(),
+            path,
+            pieces,
+        )));
+        coded(&mut r, coding, len);
+        r
     };
     let h = r.headers_mut();
     h.insert(header::LAST_MODIFIED, last_modified(&content));
@@ -310,24 +321,6 @@ fn coded(r: &mut Response, coding: Coding, len: u64) {
         h.insert(header::CONTENT_ENCODING, HeaderValue::from_static(enc));
     }
     h.insert(header::CONTENT_LENGTH, HeaderValue::from(len));
-}
-
-/// The sections' bytes, read on a blocking thread (for an answer compressed in memory).
-async fn read_all(content: Arc<Content>, sections: Vec<Section>) -> std::io::Result<Vec<u8>> {
-    tokio::task::spawn_blocking(move || {
-        use std::os::unix::fs::FileExt;
-        let file = std::fs::File::open(&content.path)?;
-        let total: u64 = sections.iter().map(|s| s.len).sum();
-        let mut out = vec![0u8; total as usize];
-        let mut at = 0usize;
-        for s in sections {
-            file.read_exact_at(&mut out[at..at + s.len as usize], s.offset)?;
-            at += s.len as usize;
-        }
-        Ok(out)
-    })
-    .await
-    .map_err(std::io::Error::other)?
 }
 
 fn empty(code: StatusCode) -> Response {
@@ -368,40 +361,55 @@ fn preconditions(h: &HeaderMap, modified: SystemTime) -> Option<StatusCode> {
     }
 }
 
-/// Streams the sections from the file in 64 KiB chunks (adjacent sections are read as one).
-/// `content` is held until the last chunk is read, so a swap cannot remove `path` before.
-fn read_sections(
+/// Streams the pieces in order, those of `path` in 64 KiB chunks (adjacent ones read as
+/// one). `content` is held until the last chunk is read, so a swap cannot remove `path` before.
+fn read_pieces(
     content: Arc<Content>,
     path: std::path::PathBuf,
-    sections: Vec<Section>,
+    pieces: Vec<Piece>,
 ) -> tokio_stream::wrappers::ReceiverStream<std::io::Result<Bytes>> {
     let (tx, rx) = tokio::sync::mpsc::channel(4);
     tokio::task::spawn_blocking(move || {
         use std::os::unix::fs::FileExt;
         let _version = content;
-        let file = match std::fs::File::open(&path) {
-            Ok(f) => f,
-            Err(e) => {
-                let _ = tx.blocking_send(Err(e));
-                return;
-            }
-        };
-        // Merge adjacent sections into runs.
-        let mut runs: Vec<Section> = Vec::new();
-        for s in sections {
-            match runs.last_mut() {
-                Some(last) if last.offset + last.len == s.offset => last.len += s.len,
-                _ => runs.push(s),
+        let mut file = None;
+        // Merge adjacent sections of the file into runs.
+        let mut merged: Vec<Piece> = Vec::with_capacity(pieces.len());
+        for p in pieces {
+            match (merged.last_mut(), p) {
+                (Some(Piece::File(last)), Piece::File(s)) if last.offset + last.len == s.offset => {
+                    last.len += s.len
+                }
+                (_, p) => merged.push(p),
             }
         }
         const CHUNK: u64 = 64 * 1024;
-        for run in runs {
+        for piece in merged {
+            let run = match piece {
+                Piece::Bytes(b) => {
+                    if tx.blocking_send(Ok(b)).is_err() {
+                        return;
+                    }
+                    continue;
+                }
+                Piece::File(s) => s,
+            };
+            let f = match &file {
+                Some(f) => f,
+                None => match std::fs::File::open(&path) {
+                    Ok(f) => file.insert(f),
+                    Err(e) => {
+                        let _ = tx.blocking_send(Err(e));
+                        return;
+                    }
+                },
+            };
             let mut at = run.offset;
             let end = run.offset + run.len;
             while at < end {
                 let n = (end - at).min(CHUNK) as usize;
                 let mut buf = vec![0u8; n];
-                let r = file.read_exact_at(&mut buf, at).map(|_| Bytes::from(buf));
+                let r = f.read_exact_at(&mut buf, at).map(|_| Bytes::from(buf));
                 let stop = r.is_err();
                 if tx.blocking_send(r).is_err() || stop {
                     return;

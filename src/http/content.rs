@@ -16,7 +16,8 @@
 //! owns its files and removes them when the last request reading them ends (an open file
 //! stays readable after removal).
 
-use super::encoding::{self, variant_path, Coding};
+use super::encoding::{variant_path, Coding};
+use super::runs::{self, Piece, Run};
 use crate::catalog::{fbc, Exclude};
 use crate::model::Catalog;
 use anyhow::{Context, Result};
@@ -32,61 +33,75 @@ pub struct Section {
     pub len: u64,
 }
 
-/// Sections by each field, in file order (catalogd's index: fields indexed separately,
-/// intersected at lookup).
+/// Line numbers by each field, ascending (catalogd's index: fields indexed separately,
+/// intersected at lookup). Only objects with a `schema` are indexed: no filter matches another.
 #[derive(Default, Debug)]
 pub struct MetaIndex {
-    by_schema: HashMap<String, Vec<Section>>,
-    by_package: HashMap<String, Vec<Section>>,
-    by_name: HashMap<String, Vec<Section>>,
+    by_schema: HashMap<String, Vec<u32>>,
+    by_package: HashMap<String, Vec<u32>>,
+    by_name: HashMap<String, Vec<u32>>,
+    /// Every object with a schema: the candidates when no filter is given.
+    with_schema: Vec<u32>,
+}
+
+/// The `schema`, `package` and `name` of an object; fields of another JSON type than string
+/// count as absent, as in catalogd's Meta.
+#[derive(serde::Deserialize, Default)]
+struct Keys {
+    #[serde(default)]
+    schema: String,
+    #[serde(default)]
+    package: String,
+    #[serde(default)]
+    name: String,
+}
+
+impl Keys {
+    fn of(line: &[u8]) -> Keys {
+        serde_json::from_slice(line).unwrap_or_default()
+    }
 }
 
 impl MetaIndex {
-    /// The sections matching every non-empty filter, in file order. With no schema, every
-    /// object that has a schema is a candidate (as catalogd's index).
-    pub fn get(&self, schema: &str, package: &str, name: &str) -> Vec<Section> {
-        let mut set: Vec<Section> = if schema.is_empty() {
-            self.by_schema.values().flatten().copied().collect()
-        } else {
-            self.by_schema.get(schema).cloned().unwrap_or_default()
-        };
-        let keep = |set: &mut Vec<Section>, map: &HashMap<String, Vec<Section>>, key: &str| {
-            if key.is_empty() {
-                return;
-            }
-            let other: std::collections::HashSet<Section> =
-                map.get(key).into_iter().flatten().copied().collect();
-            set.retain(|s| other.contains(s));
-        };
-        keep(&mut set, &self.by_package, package);
-        keep(&mut set, &self.by_name, name);
-        set.sort();
-        set
-    }
-
-    fn add(&mut self, line: &[u8], s: Section) {
-        #[derive(serde::Deserialize)]
-        struct Keys {
-            #[serde(default)]
-            schema: String,
-            #[serde(default)]
-            package: String,
-            #[serde(default)]
-            name: String,
-        }
-        // Fields of another JSON type than string count as absent, as in catalogd's Meta.
-        let k: Keys = serde_json::from_slice(line).unwrap_or(Keys {
-            schema: String::new(),
-            package: String::new(),
-            name: String::new(),
-        });
+    /// The lines matching every non-empty filter, ascending. With no filter, every object
+    /// that has a schema.
+    pub fn get(&self, schema: &str, package: &str, name: &str) -> Vec<u32> {
+        let mut lists: Vec<&[u32]> = Vec::with_capacity(3);
         for (map, key) in [
-            (&mut self.by_schema, k.schema),
-            (&mut self.by_package, k.package),
-            (&mut self.by_name, k.name),
+            (&self.by_schema, schema),
+            (&self.by_package, package),
+            (&self.by_name, name),
         ] {
             if !key.is_empty() {
-                map.entry(key).or_default().push(s);
+                match map.get(key) {
+                    Some(l) => lists.push(l),
+                    None => return Vec::new(),
+                }
+            }
+        }
+        lists.sort_by_key(|l| l.len());
+        let Some((first, rest)) = lists.split_first() else {
+            return self.with_schema.clone();
+        };
+        first
+            .iter()
+            .copied()
+            .filter(|n| rest.iter().all(|l| l.binary_search(n).is_ok()))
+            .collect()
+    }
+
+    fn add(&mut self, n: u32, k: &Keys) {
+        if k.schema.is_empty() {
+            return;
+        }
+        self.with_schema.push(n);
+        for (map, key) in [
+            (&mut self.by_schema, &k.schema),
+            (&mut self.by_package, &k.package),
+            (&mut self.by_name, &k.name),
+        ] {
+            if !key.is_empty() {
+                map.entry(key.clone()).or_default().push(n);
             }
         }
     }
@@ -97,10 +112,14 @@ impl MetaIndex {
 pub struct Content {
     pub path: PathBuf,
     pub index: MetaIndex,
+    /// Each line's bytes in the file, and the run it is in.
+    lines: Vec<(Section, u32)>,
+    /// The runs the compressed copies are made of ([`runs`]).
+    runs: Vec<Run>,
     /// Build time, truncated to whole seconds (what `Last-Modified` can say).
     pub modified: SystemTime,
     pub size: u64,
-    /// Sizes of the gzip and zstd copies written beside the file ([`encoding::write_variants`]).
+    /// Sizes of the gzip and zstd copies written beside the file.
     pub gzip_size: u64,
     pub zstd_size: u64,
 }
@@ -113,6 +132,44 @@ impl Content {
             Coding::Gzip => (variant_path(&self.path, coding), self.gzip_size),
             Coding::Zstd => (variant_path(&self.path, coding), self.zstd_size),
         }
+    }
+
+    /// The objects matching every non-empty filter, in file order ([`MetaIndex::get`]).
+    pub fn sections(&self, schema: &str, package: &str, name: &str) -> Vec<Section> {
+        let found = self.index.get(schema, package, name);
+        found.iter().map(|&n| self.lines[n as usize].0).collect()
+    }
+
+    /// The length of `lines` (line numbers) as they are.
+    pub fn sections_len(&self, lines: &[u32]) -> u64 {
+        lines.iter().map(|&n| self.lines[n as usize].0.len).sum()
+    }
+
+    /// The answer made of `lines` (ascending) in `coding`: the file to read, the pieces of it
+    /// (or made for it) in order, and the length. The bytes as they are are the lines' own;
+    /// a compressed answer is cut from the compressed copy where it wants whole runs
+    /// ([`runs::answer`]). Reads the file for lines of runs not wanted whole.
+    pub fn answer(
+        &self,
+        lines: &[u32],
+        coding: Coding,
+    ) -> std::io::Result<(PathBuf, Vec<Piece>, u64)> {
+        if coding == Coding::Identity {
+            let pieces: Vec<Piece> = lines
+                .iter()
+                .map(|&n| Piece::File(self.lines[n as usize].0))
+                .collect();
+            return Ok((self.path.clone(), pieces, self.sections_len(lines)));
+        }
+        let (pieces, len) = runs::answer(
+            &self.runs,
+            |n| self.lines[n as usize].1,
+            |n| self.lines[n as usize].0,
+            lines,
+            coding,
+            &self.path,
+        )?;
+        Ok((self.file(coding).0, pieces, len))
     }
 }
 
@@ -198,6 +255,10 @@ impl Content {
         let meta = f.metadata()?;
         let mut r = std::io::BufReader::with_capacity(1 << 16, f);
         let mut index = MetaIndex::default();
+        let mut lines = Vec::new();
+        // Runs: lines with the same (schema, package), up to runs::RUN_BYTES.
+        let mut bounds: Vec<(std::ops::Range<u32>, Section)> = Vec::new();
+        let mut run_key: Option<(String, String)> = None;
         let (mut offset, mut line) = (0u64, Vec::new());
         loop {
             line.clear();
@@ -205,19 +266,37 @@ impl Content {
             if n == 0 {
                 break;
             }
-            index.add(
-                &line,
-                Section {
-                    offset,
-                    len: n as u64,
-                },
-            );
+            let number = u32::try_from(lines.len())
+                .with_context(|| format!("{}: too many lines", path.display()))?;
+            let section = Section {
+                offset,
+                len: n as u64,
+            };
+            let keys = Keys::of(&line);
+            index.add(number, &keys);
+            let key = (!keys.schema.is_empty()).then_some((keys.schema, keys.package));
+            match bounds.last_mut() {
+                Some((lines, s)) if key == run_key && s.len + section.len <= runs::RUN_BYTES => {
+                    lines.end += 1;
+                    s.len += section.len;
+                }
+                _ => bounds.push((number..number + 1, section)),
+            }
+            run_key = key;
+            lines.push((section, bounds.len() as u32 - 1));
             offset += n as u64;
         }
-        let (gzip_size, zstd_size) = encoding::write_variants(path)?;
+        let (runs, gzip_size, zstd_size) = runs::write_copies(
+            path,
+            bounds,
+            &variant_path(path, Coding::Gzip),
+            &variant_path(path, Coding::Zstd),
+        )?;
         Ok(Content {
             path: path.to_path_buf(),
             index,
+            lines,
+            runs,
             modified: truncate(meta.modified()?),
             size: offset,
             gzip_size,
@@ -263,7 +342,7 @@ mod tests {
         let c = Content::open(&p).unwrap();
         let all = c.index.get("", "", "");
         assert_eq!(all.len(), 3);
-        assert!(all.windows(2).all(|w| w[0].offset < w[1].offset));
+        assert!(all.windows(2).all(|w| w[0] < w[1]));
         // package=a does not find a's own olm.package (it has no package field).
         assert_eq!(c.index.get("", "a", "").len(), 2);
         assert_eq!(c.index.get("olm.package", "", "a").len(), 1);

@@ -2,13 +2,10 @@
 //! it, else `gzip`, else the bytes as they are, and only for bodies of at least
 //! [`super::GZIP_MIN_SIZE`] bytes. Every answer says `Vary: Accept-Encoding`.
 //!
-//! A served version's whole file is compressed once, when the version is written
-//! ([`write_variants`]), so `/api/v1/all` costs no compression per request; a filtered `/metas`
-//! answer is compressed when it is sent ([`compress`]).
+//! A served version is compressed once, when it is written ([`super::runs`]), so that
+//! `/api/v1/all` and most `/metas` answers cost no compression per request.
 
-use anyhow::{Context, Result};
 use http::HeaderMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// A content coding of an answer.
@@ -74,73 +71,11 @@ pub fn negotiate(headers: &HeaderMap, len: u64) -> Coding {
     }
 }
 
-/// `bytes` in `coding`.
-pub fn compress(coding: Coding, bytes: &[u8]) -> Vec<u8> {
-    match coding {
-        Coding::Identity => bytes.to_vec(),
-        Coding::Gzip => {
-            let mut e = flate2::write::GzEncoder::new(
-                Vec::with_capacity(bytes.len() / 4),
-                flate2::Compression::new(GZIP_LEVEL),
-            );
-            // Writing to a Vec cannot fail.
-            let _ = e.write_all(bytes);
-            e.finish().unwrap_or_default()
-        }
-        Coding::Zstd => {
-            ruzstd::encoding::compress_to_vec(bytes, ruzstd::encoding::CompressionLevel::Fastest)
-        }
-    }
-}
-
-/// gzhttp's default level (klauspost's `gzip.DefaultCompression`, which is 5).
-const GZIP_LEVEL: u32 = 5;
-
 /// The path of `file`'s copy in `coding`.
 pub fn variant_path(file: &Path, coding: Coding) -> PathBuf {
     let mut s = file.as_os_str().to_owned();
     s.push(coding.suffix());
     PathBuf::from(s)
-}
-
-/// Writes `file`'s gzip and zstd copies beside it (streaming: the file is never in memory
-/// whole); returns their sizes (gzip, zstd).
-pub fn write_variants(file: &Path) -> Result<(u64, u64)> {
-    let open = || {
-        std::fs::File::open(file)
-            .map(|f| std::io::BufReader::with_capacity(1 << 16, f))
-            .with_context(|| format!("cannot open {}", file.display()))
-    };
-    let gz_path = variant_path(file, Coding::Gzip);
-    {
-        let out = create(&gz_path)?;
-        let mut e = flate2::write::GzEncoder::new(out, flate2::Compression::new(GZIP_LEVEL));
-        std::io::copy(&mut open()?, &mut e)
-            .and_then(|_| e.finish())
-            .and_then(|mut w| w.flush())
-            .with_context(|| format!("cannot write {}", gz_path.display()))?;
-    }
-    let zst_path = variant_path(file, Coding::Zstd);
-    {
-        let mut out = create(&zst_path)?;
-        ruzstd::encoding::compress(
-            open()?,
-            &mut out,
-            ruzstd::encoding::CompressionLevel::Fastest,
-        );
-        out.flush()
-            .with_context(|| format!("cannot write {}", zst_path.display()))?;
-    }
-    Ok((
-        std::fs::metadata(&gz_path)?.len(),
-        std::fs::metadata(&zst_path)?.len(),
-    ))
-}
-
-fn create(p: &Path) -> Result<std::io::BufWriter<std::fs::File>> {
-    std::fs::File::create(p)
-        .map(|f| std::io::BufWriter::with_capacity(1 << 16, f))
-        .with_context(|| format!("cannot create {}", p.display()))
 }
 
 #[cfg(test)]
@@ -166,27 +101,5 @@ mod tests {
         assert_eq!(negotiate(&offer("br, deflate"), 2000), Coding::Identity);
         assert_eq!(negotiate(&offer("gzip, zstd"), 1023), Coding::Identity);
         assert_eq!(negotiate(&HeaderMap::new(), 2000), Coding::Identity);
-    }
-
-    #[test]
-    fn variants_decode_to_the_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("all.jsonl");
-        let body: String = (0..500).map(|i| format!("{{\"n\":{i}}}\n")).collect();
-        std::fs::write(&p, &body).unwrap();
-        write_variants(&p).unwrap();
-        let gz = std::fs::read(variant_path(&p, Coding::Gzip)).unwrap();
-        let mut out = Vec::new();
-        std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&gz[..]), &mut out).unwrap();
-        assert_eq!(out, body.as_bytes());
-        let zst = std::fs::read(variant_path(&p, Coding::Zstd)).unwrap();
-        let mut out = Vec::new();
-        std::io::Read::read_to_end(
-            &mut ruzstd::decoding::StreamingDecoder::new(&zst[..]).unwrap(),
-            &mut out,
-        )
-        .unwrap();
-        assert_eq!(out, body.as_bytes());
-        assert_eq!(compress(Coding::Identity, b"x"), b"x");
     }
 }

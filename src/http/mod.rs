@@ -5,7 +5,8 @@
 //! |---|---|
 //! | `mod.rs` | routing, the shared [`HttpState`], `Vary`, serving with graceful shutdown |
 //! | [`content`] | one version's JSONL file (each FBC meta as catalogd stores it) and its index |
-//! | [`encoding`] | gzip and zstd as catalogd's gzhttp negotiates them; a version's precompressed copies |
+//! | [`encoding`] | gzip and zstd as catalogd's gzhttp negotiates them |
+//! | [`runs`] | a version's gzip and zstd copies, compressed run by run so that answers are cut from them |
 //! | [`catalogd`] | the `/api/v1/all` and `/api/v1/metas` handlers with catalogd's semantics |
 //! | [`graphql`] | `/api/v1/graphql`: catalogd's GraphQL query API over the served version |
 //!
@@ -18,6 +19,7 @@ pub mod catalogd;
 pub mod content;
 pub mod encoding;
 pub mod graphql;
+pub mod runs;
 
 use crate::conn;
 use crate::metrics::Metrics;

@@ -76,7 +76,7 @@ pub fn discover(content: &Content) -> std::io::Result<CatalogSchema> {
     let file = std::fs::File::open(&content.path)?;
     let mut cs = CatalogSchema::default();
     let mut buf = Vec::new();
-    for s in content.index.get("", "", "") {
+    for s in content.sections("", "", "") {
         buf.resize(s.len as usize, 0);
         file.read_exact_at(&mut buf, s.offset)?;
         if let Some(obj) = std::str::from_utf8(&buf)

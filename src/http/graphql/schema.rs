@@ -210,7 +210,7 @@ pub fn load(
     wanted: Option<&[String]>,
 ) -> std::io::Result<Vec<Object>> {
     use std::os::unix::fs::FileExt;
-    let sections = content.index.get(schema, "", "");
+    let sections = content.sections(schema, "", "");
     let page = sections.iter().skip(offset).take(limit);
     if sections.len() <= offset {
         return Ok(Vec::new());
