@@ -32,6 +32,7 @@ mod fanout;
 mod floor;
 mod growth;
 mod http;
+mod http_tls;
 mod image;
 mod image_build;
 mod load;
