@@ -23,7 +23,7 @@
 //! database, no `.opreg-ingest-*` temp file). A case that has not finished after five minutes is
 //! killed and reported as hung; this is a guard against infinite loops, not a timing assertion.
 
-mod common;
+use crate::common;
 use common::*;
 use std::io::Read;
 use std::path::{Path, PathBuf};

@@ -3,7 +3,7 @@
 //! stderr without further traffic (a server batches them: src/cli/log_sink.rs); a burst larger
 //! than the batch is logged whole; `--no-call-log` logs none.
 
-mod common;
+use crate::common;
 use common::*;
 use opreg::api;
 use std::time::{Duration, Instant};

@@ -4,7 +4,7 @@
 //! order the files are walked. Integers keep their value (catalogd's decoder rounds those
 //! above 2^53). The expected lines are written out by hand.
 
-mod common;
+use crate::common;
 
 use common::{free_port, Server};
 

@@ -3,7 +3,7 @@
 //! keeps `Last-Modified`, a HEAD on `/metas` that claims no length, and catalog names that are
 //! DNS-1123 subdomains. Real binary, real HTTP client (reqwest), the demo catalog.
 
-mod common;
+use crate::common;
 
 use common::{free_port, opreg, Server};
 

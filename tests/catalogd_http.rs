@@ -5,7 +5,7 @@
 //! are compared with each YAML document of the source as serde_json writes it (keys sorted,
 //! compact), in file order: what catalogd stores.
 
-mod common;
+use crate::common;
 
 use common::{free_port, Server};
 use std::path::Path;

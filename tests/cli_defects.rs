@@ -4,7 +4,7 @@
 //! build, usage errors, `diff`'s exit codes, structured output, man pages, the health probe's
 //! Go-style flags, and the smaller messages.
 
-mod common;
+use crate::common;
 
 use common::{bin, corpus_valid, free_port, opreg, unsafe_kill};
 use std::path::{Path, PathBuf};

@@ -3,7 +3,7 @@
 //! the list of commands taken from the CLI definition itself, so that a new command without a
 //! case here fails the test.
 
-mod common;
+use crate::common;
 
 use clap::CommandFactory;
 use common::bin;

@@ -3,7 +3,7 @@
 //! commands. And `--help`: subcommands are built only when used (clap's `defer`), so the list
 //! and each subcommand's own help must still carry its description.
 
-mod common;
+use crate::common;
 
 use common::opreg;
 

@@ -21,7 +21,7 @@
 //! The driver runs every case, collects every disagreement, and fails once at the end with the
 //! whole list. `CONFORMANCE_FILTER=<substring>` runs only the cases whose path contains it.
 
-mod common;
+use crate::common;
 use common::bin;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -2,7 +2,7 @@
 //! render → ingest → render stability, and the documented real-world quirks that are true
 //! violations of the FBC rules.
 
-mod common;
+use crate::common;
 use common::*;
 use std::collections::BTreeSet;
 

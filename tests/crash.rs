@@ -7,7 +7,7 @@
 //! the number of kills (default 50 over a previous database, plus a fifth as many with none;
 //! runs that finish before their kill come on top).
 
-mod common;
+use crate::common;
 use common::*;
 use std::io::Read;
 use std::path::{Path, PathBuf};

@@ -7,7 +7,7 @@
 //! description used only when the bundle has none.
 #![allow(deprecated)] // GetBundleForChannel is deprecated in the proto, and still used by OLM.
 
-mod common;
+use crate::common;
 use common::*;
 use opreg::api;
 use tokio_stream::StreamExt;

@@ -5,7 +5,7 @@
 //! its package's default channel (GetPackage), that entry's bundle (GetBundle). No provider
 //! at all and no provider in a default channel are two different NOT_FOUND messages.
 
-mod common;
+use crate::common;
 use common::*;
 use opreg::api;
 use std::collections::{BTreeSet, HashMap};

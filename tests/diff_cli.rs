@@ -3,7 +3,7 @@
 //! a removed package, a clean upgrade), its exit codes, JSON shape, and new downgrade hops;
 //! `opreg upgrade` marking a downgrade hop.
 
-mod common;
+use crate::common;
 
 use common::opreg;
 use serde_json::{json, Value};

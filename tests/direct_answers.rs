@@ -5,7 +5,7 @@
 //! own (tonic reads the first and answers it), so each request is sent both ways, over a bare
 //! HTTP/2 connection, and the two answers compared.
 
-mod common;
+use crate::common;
 
 use bytes::{Bytes, BytesMut};
 use common::{fixture, rt, shared, InProcess};

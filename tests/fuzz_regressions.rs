@@ -1,8 +1,8 @@
 //! Regression tests for what fuzzing found (see fuzz/README.md), through the public API, plus
 //! the small legacy indexes the `legacy_index` fuzz target starts from.
 
-mod common;
-mod legacy_support;
+use crate::common;
+use crate::legacy_support;
 
 use legacy_support::{index_at_version, migrate, open_ro};
 use opreg::catalog::{self, fbc, legacy};

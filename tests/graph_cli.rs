@@ -3,8 +3,8 @@
 //! skipRange edges and deprecated bundles on a small FBC; `--from` paths against the resolver;
 //! and the legacy index drawn the same as the manifests it was built from.
 
-mod common;
-mod legacy_support;
+use crate::common;
+use crate::legacy_support;
 
 use common::opreg;
 use legacy_support::*;

@@ -3,7 +3,7 @@
 //! limits with their messages (refused before the query runs), the schema it builds, reloads,
 //! `--no-graphql`, and the metrics.
 
-mod common;
+use crate::common;
 
 use common::{free_port, Server};
 use serde_json::{json, Value};

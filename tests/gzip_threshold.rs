@@ -3,7 +3,7 @@
 //! when its length is at least that. Here two `/api/v1/metas` answers of exactly 1023 and 1024
 //! bytes are asked for with `Accept-Encoding: gzip`, over the real binary and reqwest.
 
-mod common;
+use crate::common;
 
 use common::{free_port, Server};
 

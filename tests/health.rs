@@ -4,7 +4,7 @@
 //! `opreg health-probe`) fails for such a name, as grpc_health_probe does (exit code 3, an RPC
 //! failure). The server runs in this process on a free port.
 
-mod common;
+use crate::common;
 
 use common::{opreg, rt, InProcess};
 use tonic_health::pb::{health_client::HealthClient, HealthCheckRequest};

@@ -6,7 +6,7 @@
 //! before.
 #![allow(deprecated)] // GetBundleForChannel is deprecated in the proto, and still used by OLM.
 
-mod common;
+use crate::common;
 use common::*;
 use opreg::api;
 use std::time::{Duration, Instant};
@@ -37,10 +37,11 @@ fn trims(log: &str) -> usize {
 
 #[test]
 fn an_idle_server_gives_back_the_memory_of_a_burst() {
-    // SAFETY: set before any thread of this test binary reads the environment.
-    unsafe { std::env::set_var("OPREG_LOG", "opreg=debug") };
     let catalog = corpus_valid("community-operators.fbc.json");
-    let mut server = Server::spawn(&[catalog.to_str().unwrap()]);
+    let mut server = Server::spawn_env(
+        &[catalog.to_str().unwrap()],
+        &[("OPREG_LOG", "opreg=debug")],
+    );
     server.wait_serving(Duration::from_secs(120));
     let pid = server.child.id();
     let wait_for = |server: &Server, n: usize| {

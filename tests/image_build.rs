@@ -3,8 +3,8 @@
 //! --cache-enforce-integrity`, opreg and foreign bases, multi-arch bases, and refusals. The
 //! test binary is dynamically linked, so every build here names a base the test makes.
 
-mod common;
-mod registry_support;
+use crate::common;
+use crate::registry_support;
 
 use registry_support::{sha, Entry, Image};
 use serde_json::Value;

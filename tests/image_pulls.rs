@@ -4,8 +4,8 @@
 //! leaving the cache consistent, download progress bars on a terminal only, and catalog
 //! images kept unpacked in the cache.
 
-mod common;
-mod registry_support;
+use crate::common;
+use crate::registry_support;
 
 use registry_support::ctx::*;
 use registry_support::throttle::Throttle;

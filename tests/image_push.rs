@@ -3,8 +3,8 @@
 //! client and served again by `opreg serve REF`. The test binary is dynamically linked, so
 //! every build names a base the test makes and pushes.
 
-mod common;
-mod registry_support;
+use crate::common;
+use crate::registry_support;
 
 use registry_support::ctx::{list_packages, Ctx};
 use registry_support::faults::{Action, Faults, Seen};

@@ -2,8 +2,8 @@
 //! `docker-registry`) on loopback: catalog, index and bundle images pushed through the
 //! registry API by the tests, read by the real binary.
 
-mod common;
-mod registry_support;
+use crate::common;
+use crate::registry_support;
 
 use registry_support::ctx::*;
 use registry_support::*;

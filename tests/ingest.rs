@@ -2,7 +2,7 @@
 //! validation rule, a failed ingest leaving the output untouched, and render stability (kill -9
 //! during ingest: tests/crash.rs).
 
-mod common;
+use crate::common;
 use common::*;
 use rusqlite::Connection;
 use std::path::Path;

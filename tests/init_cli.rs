@@ -2,7 +2,7 @@
 //! (alpha/action/init_test.go) and the bytes of upstream's `TestWriteJSON`/`TestWriteYAML`
 //! package blob (alpha/declcfg/write_test.go), which is what `opm init` prints for them.
 
-mod common;
+use crate::common;
 use common::{fixture, opreg};
 use std::fs;
 

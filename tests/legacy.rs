@@ -3,8 +3,8 @@
 //! every other schema version built by applying the documented migrations, deprecations, and
 //! the refusal of SQLite files that are not indexes.
 
-mod common;
-mod legacy_support;
+use crate::common;
+use crate::legacy_support;
 
 use common::{opreg, Server};
 use legacy_support::*;

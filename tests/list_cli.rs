@@ -3,8 +3,8 @@
 //! from the store), the shared package-manifest tree, the shared legacy index, and an OCI
 //! image layout.
 
-mod common;
-mod registry_support;
+use crate::common;
+use crate::registry_support;
 
 use common::{opreg, shared};
 use registry_support::ctx::*;

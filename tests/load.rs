@@ -4,7 +4,7 @@
 
 #![allow(deprecated)] // GetBundleForChannel is deprecated in the proto, and still used by OLM.
 
-mod common;
+use crate::common;
 use common::*;
 use opreg::api;
 use std::time::Duration;

@@ -2,7 +2,7 @@
 //! .yaml, a root catalog for metas without a package), each file the bytes `opreg render`
 //! writes for that package, and opm's refusal of a non-empty OUTDIR.
 
-mod common;
+use crate::common;
 use common::opreg;
 use std::fs;
 

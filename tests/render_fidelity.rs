@@ -2,7 +2,7 @@
 //! with `opm render -o yaml` (the shared corpus's `rendered/` tree; its one hand-written file
 //! is left out).
 
-mod common;
+use crate::common;
 
 use common::{opreg, shared};
 

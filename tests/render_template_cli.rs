@@ -2,7 +2,7 @@
 //! shared bundles sample's own `catalog-templates/`, errors and exit codes. The rendered
 //! catalogs must pass `opreg validate`.
 
-mod common;
+use crate::common;
 use common::{opreg, shared};
 use std::fs;
 use std::path::Path;

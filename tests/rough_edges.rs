@@ -4,7 +4,7 @@
 //! machine-readable `validate` output, JSON logs, `--version`, the `opm` entry point, the health
 //! probe's words, output paths checked first, and messages that say each thing once.
 
-mod common;
+use crate::common;
 
 use common::{bin, free_port, opreg, unsafe_kill, wait_serving};
 use std::path::{Path, PathBuf};

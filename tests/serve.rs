@@ -4,7 +4,7 @@
 //! fatal start-up errors and graceful shutdown against the real binary.
 #![allow(deprecated)] // GetBundleForChannel is deprecated in the proto, and still used by OLM.
 
-mod common;
+use crate::common;
 use common::*;
 use opreg::api;
 use serde_json::Value;

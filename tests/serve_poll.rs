@@ -2,8 +2,8 @@
 //! loopback): a catalog image pushed under a tag is served; another pushed under the same tag
 //! is served after the next polls, and polls that find the tag unchanged pull nothing.
 
-mod common;
-mod registry_support;
+use crate::common;
+use crate::registry_support;
 
 use registry_support::ctx::*;
 use registry_support::*;

@@ -4,7 +4,7 @@
 //! agree with the database; `--threads` / `OPREG_THREADS` are checked; the planner statistics
 //! that set the server's query plans are gathered in full.
 
-mod common;
+use crate::common;
 #[path = "../benches/harness/synth.rs"]
 #[allow(dead_code)]
 mod synth;

@@ -3,9 +3,9 @@
 //! and HTTP/2 by ALPN), and the flag errors (both flags or neither: usage, exit 2; a bad PEM
 //! file: one line naming it, exit 1). The certificate is self-signed, made by openssl here.
 
-mod common;
+use crate::common;
 
-mod registry_support;
+use crate::registry_support;
 
 use common::{free_port, grpcurl_with, opreg, Server};
 use std::path::{Path, PathBuf};

@@ -6,7 +6,7 @@
 
 #![allow(deprecated)] // GetBundleForChannel is deprecated in the proto, and still used by OLM.
 
-mod common;
+use crate::common;
 
 use base64::Engine;
 use common::{rt, InProcess};

@@ -3,7 +3,7 @@
 //! keep being answered; `--max-connections` bounds the open connections. Real binary, raw TCP
 //! clients, reqwest and the gRPC client.
 
-mod common;
+use crate::common;
 
 use common::{free_port, Server};
 use std::io::{Read, Write};

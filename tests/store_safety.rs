@@ -2,7 +2,7 @@
 //! and refuses, at start-up and with a one-line reason, a database it must not serve (damaged,
 //! truncated, empty, foreign, random bytes, or of another schema version).
 
-mod common;
+use crate::common;
 use common::*;
 use opreg::api;
 use std::path::{Path, PathBuf};

@@ -6,7 +6,7 @@
 //! machine's two cores with another test of this file.
 #![allow(deprecated)] // GetBundleForChannel is deprecated in the proto, and still used by OLM.
 
-mod common;
+use crate::common;
 use common::*;
 use opreg::api;
 use std::path::{Path, PathBuf};

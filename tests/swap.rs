@@ -7,7 +7,7 @@
 //! `extra-K`, and every bundle carries a property `opreg.test.version` whose value is K, so an
 //! answer mixing two versions shows two values (or a package set of no version).
 
-mod common;
+use crate::common;
 
 use common::{free_port, rt, InProcess, Server};
 use opreg::api;

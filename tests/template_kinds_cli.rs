@@ -1,7 +1,7 @@
 //! `render-template` without a kind (detected from the file's `schema`, as opm does), the
 //! substitutes template, and `convert-template`, through the real binary.
 
-mod common;
+use crate::common;
 use common::opreg;
 use std::fs;
 use std::io::Write;

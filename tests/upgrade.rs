@@ -7,7 +7,7 @@
 //! The semver answers are derived from the semver mode (successors `^V, != V`, the installed version a
 //! candidate, highest wins; channels, version and policy filter as in v1).
 
-mod common;
+use crate::common;
 use common::*;
 use serde_json::Value;
 use std::collections::BTreeMap;

@@ -2,7 +2,7 @@
 //! the real binary on catalogs the tests write: each lint has a catalog that triggers it,
 //! with its `help:` line, and a corrected one that does not. Lints are warnings: exit 0.
 
-mod common;
+use crate::common;
 use common::opreg;
 
 /// An FBC catalog of package `p`, channel `c` with `entries` (JSON), and a bundle `p.vV` for

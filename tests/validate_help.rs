@@ -3,7 +3,7 @@
 //! directory's `metadata/annotations.yaml` for its default channel, a CSV for `replaces` and
 //! `skips`), and competing heads come in version order.
 
-mod common;
+use crate::common;
 
 use common::opreg;
 use std::path::Path;

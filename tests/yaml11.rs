@@ -3,7 +3,7 @@
 //! scalar; `--warnings-as-errors` refuses it; quoting it removes the warning; a bundle
 //! directory's manifests are checked too.
 
-mod common;
+use crate::common;
 
 use common::opreg;
 

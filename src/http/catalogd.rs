@@ -9,9 +9,9 @@
 //! * a NAME that is not a DNS-1123 subdomain → 400 with Kubernetes' messages; another catalog →
 //!   404; another method → 405.
 
-use super::content::{Content, Section};
+use super::content::Content;
 use super::encoding::{self, Coding};
-use super::runs::Piece;
+use super::runs::{Piece, Section};
 use super::{plain, HttpState};
 use axum::body::Body;
 use axum::response::Response;

@@ -17,7 +17,7 @@
 //! stays readable after removal).
 
 use super::encoding::{variant_path, Coding};
-use super::runs::{self, Piece, Run};
+use super::runs::{self, Piece, Run, Section};
 use crate::catalog::{fbc, Exclude};
 use crate::model::Catalog;
 use anyhow::{Context, Result};
@@ -25,13 +25,6 @@ use std::collections::HashMap;
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
-
-/// The byte range of one object (its line, newline included) in the JSONL file.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Section {
-    pub offset: u64,
-    pub len: u64,
-}
 
 /// Line numbers by each field, ascending (catalogd's index: fields indexed separately,
 /// intersected at lookup). Only objects with a `schema` are indexed: no filter matches another.
@@ -348,5 +341,121 @@ mod tests {
         assert_eq!(c.index.get("olm.package", "", "a").len(), 1);
         assert!(c.index.get("olm.package", "", "b").is_empty());
         assert_eq!(c.size, std::fs::metadata(&p).unwrap().len());
+    }
+}
+
+#[cfg(test)]
+mod answer_tests {
+    use super::*;
+    use crate::http::runs::RUN_BYTES;
+    use std::io::Read;
+
+    fn gunzip(b: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        // One member: the single-member decoder stops after it.
+        flate2::read::GzDecoder::new(b)
+            .read_to_end(&mut out)
+            .unwrap();
+        out
+    }
+
+    fn unzstd(b: &[u8]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(1 << 22);
+        ruzstd::decoding::FrameDecoder::new()
+            .decode_all_to_vec(b, &mut out)
+            .unwrap();
+        out
+    }
+
+    /// The bytes of an answer's pieces.
+    fn bytes(path: &Path, pieces: &[Piece]) -> Vec<u8> {
+        let file = std::fs::read(path).unwrap();
+        let mut out = Vec::new();
+        for p in pieces {
+            match p {
+                Piece::File(s) => {
+                    out.extend_from_slice(&file[s.offset as usize..(s.offset + s.len) as usize])
+                }
+                Piece::Bytes(b) => out.extend_from_slice(b),
+            }
+        }
+        out
+    }
+
+    /// Three packages; `big`'s bundles are more than one run long, and one line has no schema.
+    fn catalog(dir: &Path) -> Content {
+        let mut text = String::new();
+        for p in ["a", "big", "c"] {
+            text += &format!("{{\"schema\":\"olm.package\",\"name\":\"{p}\"}}\n");
+            text += &format!("{{\"schema\":\"olm.channel\",\"name\":\"s\",\"package\":\"{p}\"}}\n");
+            let (n, pad) = if p == "big" { (40, 60_000) } else { (3, 10) };
+            for i in 0..n {
+                text += &format!(
+                    "{{\"schema\":\"olm.bundle\",\"name\":\"{p}.v{i}\",\"package\":\"{p}\",\"x\":\"{}\"}}\n",
+                    format!("{i}-").repeat(pad / 2)
+                );
+            }
+        }
+        text += "{\"no\":\"schema\"}\n";
+        let path = dir.join("c.jsonl");
+        std::fs::write(&path, &text).unwrap();
+        Content::open(&path).unwrap()
+    }
+
+    #[test]
+    fn the_copies_decode_to_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = catalog(dir.path());
+        let plain = std::fs::read(&c.path).unwrap();
+        let gz = std::fs::read(c.file(Coding::Gzip).0).unwrap();
+        assert_eq!(gz.len() as u64, c.gzip_size);
+        assert_eq!(gunzip(&gz), plain);
+        let zst = std::fs::read(c.file(Coding::Zstd).0).unwrap();
+        assert_eq!(zst.len() as u64, c.zstd_size);
+        assert_eq!(unzstd(&zst), plain);
+        // `big` is split into runs no longer than RUN_BYTES.
+        assert!(c.size > 2 * RUN_BYTES);
+    }
+
+    #[test]
+    fn every_answer_decodes_to_its_lines_and_whole_runs_are_cut_from_the_copy() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = catalog(dir.path());
+        // (query, whether part of a run is wanted, which is compressed for the answer)
+        let queries = [
+            (("", "a", ""), false),
+            (("", "big", ""), false),
+            (("olm.bundle", "big", ""), false),
+            (("olm.channel", "", ""), false),
+            (("olm.package", "", ""), false),
+            (("olm.bundle", "", ""), false),
+            (("", "", "s"), false),
+            (("", "", ""), false),
+            (("", "", "big.v7"), true),
+            (("olm.bundle", "c", "c.v1"), true),
+        ];
+        for ((schema, package, name), partial) in queries {
+            let lines = c.index.get(schema, package, name);
+            assert!(!lines.is_empty(), "{schema}/{package}/{name}");
+            let (path, pieces, len) = c.answer(&lines, Coding::Identity).unwrap();
+            let plain = bytes(&path, &pieces);
+            assert_eq!(plain.len() as u64, len);
+            for coding in [Coding::Gzip, Coding::Zstd] {
+                let (path, pieces, len) = c.answer(&lines, coding).unwrap();
+                let body = bytes(&path, &pieces);
+                assert_eq!(body.len() as u64, len);
+                let decoded = match coding {
+                    Coding::Gzip => gunzip(&body),
+                    _ => unzstd(&body),
+                };
+                assert_eq!(decoded, plain, "{coding:?} {schema}/{package}/{name}");
+                // Whole runs: nothing compressed for the answer (gzip's header and trailer
+                // aside).
+                let made = pieces
+                    .iter()
+                    .any(|p| matches!(p, Piece::Bytes(b) if b.len() > 10));
+                assert_eq!(made, partial, "{coding:?} {schema}/{package}/{name}");
+            }
+        }
     }
 }

@@ -71,12 +71,18 @@ impl Server {
     /// Starts `opreg serve ARGS -p <free port>` without waiting (a TLS server is waited for
     /// with a TLS client).
     pub fn spawn(args: &[&str]) -> Server {
+        Server::spawn_env(args, &[])
+    }
+
+    /// [`Server::spawn`] with more environment variables for the server.
+    pub fn spawn_env(args: &[&str], env: &[(&str, &str)]) -> Server {
         let port = free_port();
         let log = tempfile::NamedTempFile::new().expect("server log file");
         let child = Command::new(bin())
             .arg("serve")
             .args(args)
             .args(["-p", &port.to_string(), "-t", "/dev/null"])
+            .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(log.reopen().expect("server log file"))
             .spawn()
