@@ -11,7 +11,7 @@ use std::path::PathBuf;
 #[command(after_help = "Examples:\n  \
     opreg migrate quay.io/operatorhubio/catalog:latest catalog/ --migrate-level bundle-object-to-csv-metadata\n  \
     opreg migrate old-catalog/ new-catalog/ -o yaml\n\n\
-    Exit codes: 0 written; 1 OUTDIR is not empty, or the catalog could not be read or written; 2 usage error.")]
+    Exit codes: 0 written; 1 OUTDIR is not empty, SOURCE is a bundle, or the catalog could not be read or written; 2 usage error.")]
 pub struct Args {
     /// The catalog: a file-based catalog directory or a catalog image.
     #[arg(value_name = "SOURCE")]

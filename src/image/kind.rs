@@ -55,14 +55,12 @@ pub fn classify(labels: &BTreeMap<String, String>) -> Result<ImageKind, String> 
         });
     }
     if get(PACKAGE_LABEL).is_some() || get(MEDIATYPE_LABEL).is_some() {
-        match get(MEDIATYPE_LABEL) {
-            Some("registry+v1") => {}
-            Some(other) => {
-                return Err(format!(
-                    "bundle media type {other:?} is not supported (only registry+v1)"
-                ))
-            }
-            None => return Err(format!("bundle image without the {MEDIATYPE_LABEL} label")),
+        // opm takes the package label alone for a bundle image and never reads the media type
+        // label; registry+v1 is the only format, so a missing one means it.
+        if let Some(other) = get(MEDIATYPE_LABEL).filter(|m| *m != "registry+v1") {
+            return Err(format!(
+                "bundle media type {other:?} is not supported (only registry+v1)"
+            ));
         }
         if get(PACKAGE_LABEL).is_none() {
             return Err(format!("bundle image without the {PACKAGE_LABEL} label"));
@@ -123,6 +121,16 @@ mod tests {
             vec!["manifests/".to_string(), "metadata/".to_string()]
         );
         assert!(classify(&labels(&[(MEDIATYPE_LABEL, "helm"), (PACKAGE_LABEL, "x")])).is_err());
+        // The package label alone is a registry+v1 bundle at the default paths, as in opm.
+        assert_eq!(
+            classify(&labels(&[(PACKAGE_LABEL, "foo")])).unwrap(),
+            ImageKind::Bundle {
+                manifests: "manifests/".into(),
+                metadata: "metadata/".into()
+            }
+        );
+        let e = classify(&labels(&[(MEDIATYPE_LABEL, "registry+v1")])).unwrap_err();
+        assert!(e.contains(PACKAGE_LABEL), "{e}");
         let e = classify(&labels(&[("maintainer", "me")])).unwrap_err();
         assert!(e.contains("not a catalog, index or bundle image"));
     }
