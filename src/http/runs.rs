@@ -85,8 +85,8 @@ pub fn write_copies(
             .with_context(|| format!("cannot read {}", file.display()))?;
         let crc = crc32fast::hash(&raw);
         whole.combine(&crc_of(crc, section.len));
-        let gzip = gz_out.put(&enc.run(Coding::Gzip, &mut raw))?;
-        let zstd = zst_out.put(&enc.run(Coding::Zstd, &mut raw))?;
+        let gzip = gz_out.put(enc.run(Coding::Gzip, &mut raw))?;
+        let zstd = zst_out.put(enc.run(Coding::Zstd, &mut raw))?;
         runs.push(Run {
             lines,
             raw: section,
@@ -149,7 +149,7 @@ pub fn answer(
                 file.read_exact_at(&mut raw, start.offset)?;
                 crc.update(&raw);
                 let made = enc.get_or_insert_with(Encoders::new).run(coding, &mut raw);
-                pieces.push(Piece::Bytes(Bytes::from(made)));
+                pieces.push(Piece::Bytes(Bytes::copy_from_slice(made)));
                 k = m;
             }
         }
@@ -184,8 +184,9 @@ fn gzip_trailer(whole: crc32fast::Hasher) -> [u8; 10] {
     t
 }
 
-/// The two encoders, kept across runs (their tables are allocated once).
+/// The two encoders and their output buffer, kept across runs (allocated once).
 struct Encoders {
+    out: Vec<u8>,
     deflate: Compress,
     zstd: ruzstd::encoding::FrameCompressor<
         std::io::Cursor<Vec<u8>>,
@@ -197,6 +198,7 @@ struct Encoders {
 impl Encoders {
     fn new() -> Encoders {
         Encoders {
+            out: Vec::new(),
             deflate: Compress::new(Compression::new(GZIP_LEVEL), false),
             zstd: ruzstd::encoding::FrameCompressor::new(
                 ruzstd::encoding::CompressionLevel::Fastest,
@@ -204,33 +206,36 @@ impl Encoders {
         }
     }
 
-    /// `raw` compressed as a run of `coding` (gzip or zstd); `raw` is left as it was.
-    fn run(&mut self, coding: Coding, raw: &mut Vec<u8>) -> Vec<u8> {
+    /// `raw` compressed as a run of `coding` (gzip or zstd), valid until the next call; `raw`
+    /// is left as it was.
+    fn run(&mut self, coding: Coding, raw: &mut Vec<u8>) -> &[u8] {
+        self.out.clear();
         match coding {
             Coding::Zstd => {
                 // One frame. Reading a Cursor and writing a Vec cannot fail.
                 self.zstd
                     .set_source(std::io::Cursor::new(std::mem::take(raw)));
-                self.zstd.set_drain(Vec::with_capacity(raw.capacity() / 3));
+                self.zstd.set_drain(std::mem::take(&mut self.out));
                 self.zstd.compress();
                 *raw = self
                     .zstd
                     .take_source()
                     .map(|c| c.into_inner())
                     .unwrap_or_default();
-                self.zstd.take_drain().unwrap_or_default()
+                self.out = self.zstd.take_drain().unwrap_or_default();
             }
-            _ => deflate_run(&mut self.deflate, raw),
+            _ => deflate_run(&mut self.deflate, raw, &mut self.out),
         }
+        &self.out
     }
 }
 
 /// `raw` as raw deflate blocks that end byte-aligned with a sync flush and refer to nothing
 /// before them, so that they can follow any other run's in a stream.
-fn deflate_run(c: &mut Compress, raw: &[u8]) -> Vec<u8> {
+fn deflate_run(c: &mut Compress, raw: &[u8], out: &mut Vec<u8>) {
     c.reset();
     // Room for the worst case (stored blocks), so that each call below can finish.
-    let mut out = Vec::with_capacity(raw.len() + raw.len() / 1000 + 1024);
+    out.reserve(raw.len() + raw.len() / 1000 + 1024);
     let room = |out: &mut Vec<u8>| {
         if out.capacity() - out.len() < 1024 {
             out.reserve(out.capacity().max(4096));
@@ -239,20 +244,20 @@ fn deflate_run(c: &mut Compress, raw: &[u8]) -> Vec<u8> {
     // Compressing into a Vec with spare room cannot fail: the results are not errors.
     let mut input = raw;
     while !input.is_empty() {
-        room(&mut out);
+        room(out);
         let before = c.total_in();
-        let _ = c.compress_vec(input, &mut out, FlushCompress::None);
+        let _ = c.compress_vec(input, out, FlushCompress::None);
         input = &input[(c.total_in() - before) as usize..];
     }
-    room(&mut out);
-    let _ = c.compress_vec(&[], &mut out, FlushCompress::Sync);
+    room(out);
+    let _ = c.compress_vec(&[], out, FlushCompress::Sync);
     // Whatever the flush could not write yet.
     loop {
-        room(&mut out);
+        room(out);
         let before = c.total_out();
-        let _ = c.compress_vec(&[], &mut out, FlushCompress::None);
+        let _ = c.compress_vec(&[], out, FlushCompress::None);
         if c.total_out() == before {
-            return out;
+            return;
         }
     }
 }
