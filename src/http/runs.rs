@@ -262,7 +262,7 @@ fn deflate_run(c: &mut Compress, raw: &[u8], out: &mut Vec<u8>) {
     }
 }
 
-/// A copy being written: its temp-free path is written in place (the version's files are new).
+/// A copy being written, in place: a version's files are new and not served before it is built.
 struct Output {
     path: std::path::PathBuf,
     out: std::io::BufWriter<std::fs::File>,
