@@ -402,6 +402,50 @@ mod answer_tests {
         Content::open(&path).unwrap()
     }
 
+    /// A line longer than a run, of random base64 that barely compresses, between two small
+    /// lines of the same package: each is a run of its own, and every answer still decodes.
+    #[test]
+    fn incompressible_lines_longer_than_a_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let noise: String = (0..(RUN_BYTES as usize + 70_000))
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                char::from(
+                    b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+                        [(x % 64) as usize],
+                )
+            })
+            .collect();
+        let text = format!(
+            "{{\"schema\":\"olm.bundle\",\"name\":\"p.v1\",\"package\":\"p\"}}\n\
+             {{\"schema\":\"olm.bundle\",\"name\":\"p.v2\",\"package\":\"p\",\"icon\":\"{noise}\"}}\n\
+             {{\"schema\":\"olm.bundle\",\"name\":\"p.v3\",\"package\":\"p\"}}\n"
+        );
+        let path = dir.path().join("c.jsonl");
+        std::fs::write(&path, &text).unwrap();
+        let c = Content::open(&path).unwrap();
+        assert_eq!(
+            gunzip(&std::fs::read(c.file(Coding::Gzip).0).unwrap()),
+            text.as_bytes()
+        );
+        assert_eq!(
+            unzstd(&std::fs::read(c.file(Coding::Zstd).0).unwrap()),
+            text.as_bytes()
+        );
+        for (package, name) in [("p", ""), ("", "p.v2"), ("", "p.v3")] {
+            let lines = c.index.get("", package, name);
+            let (path, pieces, _) = c.answer(&lines, Coding::Identity).unwrap();
+            let plain = bytes(&path, &pieces);
+            let (path, pieces, _) = c.answer(&lines, Coding::Gzip).unwrap();
+            assert_eq!(gunzip(&bytes(&path, &pieces)), plain, "{package}/{name}");
+            let (path, pieces, _) = c.answer(&lines, Coding::Zstd).unwrap();
+            assert_eq!(unzstd(&bytes(&path, &pieces)), plain, "{package}/{name}");
+        }
+    }
+
     #[test]
     fn the_copies_decode_to_the_file() {
         let dir = tempfile::tempdir().unwrap();
