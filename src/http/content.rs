@@ -154,14 +154,7 @@ impl Content {
                 .collect();
             return Ok((self.path.clone(), pieces, self.sections_len(lines)));
         }
-        let (pieces, len) = runs::answer(
-            &self.runs,
-            |n| self.lines[n as usize].1,
-            |n| self.lines[n as usize].0,
-            lines,
-            coding,
-            &self.path,
-        )?;
+        let (pieces, len) = runs::answer(&self.runs, &self.lines, lines, coding, &self.path)?;
         Ok((self.file(coding).0, pieces, len))
     }
 }

@@ -100,12 +100,12 @@ pub fn write_copies(
 }
 
 /// The pieces of the answer made of `lines` (ascending line numbers) in `coding` (not the
-/// identity), and its length. Whole runs are pieces of the coding's copy; the other lines are
-/// read from `file` and compressed here.
+/// identity), and its length; `table` holds each line's bytes in `file` and its run. Whole
+/// runs are pieces of the coding's copy; the other lines are read from `file` and compressed
+/// here.
 pub fn answer(
     runs: &[Run],
-    run_of: impl Fn(u32) -> u32,
-    line: impl Fn(u32) -> Section,
+    table: &[(Section, u32)],
     lines: &[u32],
     coding: Coding,
     file: &Path,
@@ -119,7 +119,7 @@ pub fn answer(
     let mut enc: Option<Encoders> = None;
     let mut i = 0;
     while i < lines.len() {
-        let run = &runs[run_of(lines[i]) as usize];
+        let run = &runs[table[lines[i] as usize].1 as usize];
         let mut j = i;
         while j < lines.len() && lines[j] < run.lines.end {
             j += 1;
@@ -138,11 +138,11 @@ pub fn answer(
             };
             let mut k = i;
             while k < j {
-                let start = line(lines[k]);
+                let start = table[lines[k] as usize].0;
                 let mut len = start.len;
                 let mut m = k + 1;
                 while m < j && lines[m] == lines[m - 1] + 1 {
-                    len += line(lines[m]).len;
+                    len += table[lines[m] as usize].0.len;
                     m += 1;
                 }
                 let mut raw = vec![0u8; len as usize];
