@@ -59,6 +59,7 @@ mod stress;
 mod swap;
 mod template_kinds_cli;
 mod template_semver;
+mod test_deps;
 mod upgrade;
 mod upgrade_lints;
 mod upgrade_props;

@@ -307,9 +307,36 @@ pub fn wait_serving(addr: &str, limit: Duration, mut exited: impl FnMut() -> Opt
     }
 }
 
-/// The `grpcurl` binary: `$GRPCURL`, or `grpcurl` on PATH (`.ci/run` installs it).
+/// The `grpcurl` binary: `$GRPCURL`, or `grpcurl` on PATH, or the one pip put in Python's
+/// scripts directory (`scripts/test-deps.sh` installs it there, which may not be on PATH).
 pub fn grpcurl() -> String {
-    std::env::var("GRPCURL").unwrap_or_else(|_| "grpcurl".into())
+    static FOUND: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    FOUND
+        .get_or_init(|| {
+            if let Ok(given) = std::env::var("GRPCURL") {
+                return given;
+            }
+            let on_path = Command::new("grpcurl")
+                .arg("-version")
+                .output()
+                .is_ok_and(|o| o.status.success());
+            if on_path {
+                return "grpcurl".into();
+            }
+            let scripts = Command::new("python3")
+                .args(["-c", "import sysconfig; print(sysconfig.get_path('scripts'))"])
+                .output()
+                .ok()
+                .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+                .unwrap_or_default();
+            let beside = std::path::Path::new(&scripts).join("grpcurl");
+            if beside.is_file() {
+                beside.display().to_string()
+            } else {
+                "grpcurl".into()
+            }
+        })
+        .clone()
 }
 
 /// Runs `grpcurl ARGS` with `stdin` as its standard input (the request for `-d @`);
