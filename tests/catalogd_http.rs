@@ -469,6 +469,13 @@ fn metrics_count_calls_and_describe_the_catalog() {
         assert_eq!(m("opreg_catalog_channels"), Some(1.0));
         assert_eq!(m("opreg_catalog_bundles"), Some(1.0));
         assert!(m("process_resident_memory_bytes").unwrap() > 1e6);
+        // CPU time is the counter Prometheus' process collector exports, which dashboards rate().
+        assert!(
+            text.contains("# TYPE process_cpu_seconds counter\n"),
+            "{text}"
+        );
+        assert!(m("process_cpu_seconds_total").unwrap() >= 0.0, "{text}");
+        assert!(!text.contains("gauge process_cpu"), "{text}");
         assert!(text.contains("opreg_catalog_source_info{source="));
         assert!(text.contains("opreg_grpc_request_duration_seconds_bucket{"));
     });

@@ -258,3 +258,52 @@ fn validate_reports_one_document_for_a_number_across_the_chunk_boundary() {
     assert_eq!(scalars.len(), 1, "{stderr}");
     assert!(scalars[0].contains("(document 3)"), "{stderr}");
 }
+
+/// A broken object in a large JSON stream was reported at its line within the chunk read last
+/// (`(document 3001) ... at line 487`), not the file's. Every chunk size must name the line
+/// and column the whole-file reader names: the file's.
+#[test]
+fn chunked_reader_names_the_files_line_and_column_of_a_json_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("catalog.json");
+    let text = "{\"schema\":\"olm.package\",\"name\":\"a\"}\n\
+                {\"schema\":\"x\",\n \"name\":\"b\"} {\"schema\":\"y\"}\n\
+                {\"schema\":\"z\"}\n\
+                {\"schema\":\"w\", \"name\": \"c\" \"oops\": 1}\n";
+    std::fs::write(&path, text).unwrap();
+    let mut whole_diags = Vec::new();
+    fbc::decode_bytes(
+        text.as_bytes(),
+        &path.display().to_string(),
+        &mut whole_diags,
+    );
+    assert_eq!(whole_diags.len(), 1, "{whole_diags:?}");
+    let message = whole_diags[0].to_string();
+    assert!(message.contains("at line 5 column 28"), "{message}");
+    for chunk in 1..=text.len() - 1 {
+        let mut diags = Vec::new();
+        let got = fbc::decode_file_chunked(&path, chunk, &mut diags).unwrap();
+        assert!(got.is_some(), "chunk {chunk}: handed back");
+        assert_eq!(diags, whole_diags, "chunk {chunk}: diagnostics differ");
+    }
+}
+
+/// The same through `opreg validate` on a file of 3,000 lines of 2 KB (read in 1 MiB chunks).
+#[test]
+fn validate_names_the_files_line_of_a_json_error_in_a_large_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("catalog.json");
+    let mut text = String::new();
+    for i in 0..3000 {
+        text.push_str(&format!(
+            "{{\"schema\":\"custom\",\"name\":\"n{i}\",\"pad\":\"{}\"}}\n",
+            "p".repeat(2000)
+        ));
+    }
+    text.push_str("{\"schema\":\"custom\",\"name\":\"bad\" \"x\":1}\n");
+    std::fs::write(&path, &text).unwrap();
+    let (code, _, stderr) = common::opreg(&["validate", path.to_str().unwrap()]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("(document 3001)"), "{stderr}");
+    assert!(stderr.contains("at line 3001 column 33"), "{stderr}");
+}

@@ -363,3 +363,48 @@ fn metrics_count_graphql_and_answer_to_catalogds_name() {
         "{text}"
     );
 }
+
+/// A nullable list an object lacks is `null`, with no error (GraphQL's rule for a nullable
+/// field); a number field holding `1` and `2.5` is `Float` and answers `2.5`.
+#[test]
+fn missing_lists_are_null_and_numbers_are_typed_from_every_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("catalog");
+    std::fs::create_dir(&src).unwrap();
+    let extra = "---\nschema: olm.channel\npackage: webhook-operator-test\nname: fast\nentries:\n  - name: bundle.v0.0.1\n  - name: bundle.v0.0.2\n    skips: [bundle.v0.0.1]\n---\nschema: example.note\nname: a\nn: 1\n---\nschema: example.note\nname: b\nn: 2.5\n";
+    std::fs::write(src.join("c.yaml"), catalog(extra)).unwrap();
+    let http = free_port();
+    let port = http.to_string();
+    let s = Served {
+        server: Server::start(&[src.to_str().unwrap(), "--http-port", &port]),
+        http,
+        _dir: dir,
+        src,
+    };
+    let v = s.query("{ olmchannels { name entries { name skips } } }");
+    assert!(v.get("errors").is_none(), "{v}");
+    assert_eq!(
+        v["data"]["olmchannels"],
+        json!([
+            {"name": "preview_test", "entries": [
+                {"name": "bundle.v0.0.1", "skips": null},
+                {"name": "bundle.v0.0.2", "skips": null}]},
+            {"name": "fast", "entries": [
+                {"name": "bundle.v0.0.1", "skips": null},
+                {"name": "bundle.v0.0.2", "skips": ["bundle.v0.0.1"]}]}
+        ])
+    );
+    let v = s.query("{ examplenotes { name n } }");
+    assert_eq!(
+        v,
+        json!({"data": {"examplenotes": [{"name": "a", "n": 1}, {"name": "b", "n": 2.5}]}})
+    );
+    let t = s.query(r#"{ __type(name: "ExampleNote") { fields { name type { name } } } }"#);
+    let n = t["data"]["__type"]["fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == "n")
+        .cloned();
+    assert_eq!(n.unwrap()["type"]["name"], "Float", "{t}");
+}

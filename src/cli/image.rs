@@ -110,7 +110,11 @@ pub struct ImageFlags {
     /// Do not verify registries' TLS certificates.
     #[arg(long)]
     pub skip_tls_verify: bool,
-    /// Seconds to wait for a registry to connect or answer.
+    /// A directory of the registry's CA certificates (`*.crt`) and client certificate
+    /// (`NAME.cert` with `NAME.key`), in place of containers' certs.d directory for it.
+    #[arg(long, value_name = "DIR")]
+    pub cert_dir: Option<std::path::PathBuf>,
+    /// Longest wait, in seconds, on a registry that sends nothing.
     #[arg(long, value_name = "SECONDS", default_value_t = 30)]
     pub registry_timeout: u64,
     /// When pushing, blobs larger than this go in chunks of this many bytes (lower it for a
@@ -125,6 +129,7 @@ impl ImageFlags {
             use_http: self.use_http,
             skip_tls_verify: self.skip_tls_verify,
             registry_timeout: self.registry_timeout,
+            cert_dir: self.cert_dir.clone(),
             ..Default::default()
         }
     }

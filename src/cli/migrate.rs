@@ -39,9 +39,7 @@ pub fn run(a: Args) -> i32 {
     };
     match migrate(&opts) {
         Ok(problems) => {
-            problems.iter().for_each(|d| {
-                super::output::warning(format_args!("{d}"));
-            });
+            problems.iter().for_each(super::output::diagnostic);
             super::output::status(format_args!(
                 "wrote the file-based catalog to {}",
                 opts.out_dir.display()

@@ -90,7 +90,7 @@ pub enum Command {
     /// a warning and the catalog is rendered as read (exit 0). A file that cannot be read or
     /// parsed is an error (exit 1).
     Render(render::Args),
-    /// Render a catalog template (basic or semver) as a file-based catalog on stdout.
+    /// Render a catalog template (basic, semver or substitutes) as a file-based catalog on stdout.
     ///
     /// `basic` reads a `schema: olm.template.basic` file: its `entries` are FBC, and each
     /// `olm.bundle` entry that has only an `image` is replaced by the bundle that image holds.
@@ -98,6 +98,9 @@ pub enum Command {
     /// `stable` become channels named like `stable-v1` (with `generateMajorChannels: true`) and
     /// `stable-v1.2` (`generateMinorChannels: true`, the default), linked with replaces and skips
     /// within each major version; the default channel is the most stable, newest one.
+    /// `substitutes` reads a `schema: olm.template.substitutes` file: a valid FBC (`entries`) and
+    /// `substitutions`, each a bundle reference (`name`) that takes the place of a bundle (`base`)
+    /// in every channel's update graph. Without a kind, the file's `schema` names it.
     ///
     /// A bundle reference is a bundle image (pulled), or a local bundle directory (a path, taken
     /// relative to the template's directory when it exists there). With `--bundles-dir DIR`, an
@@ -210,8 +213,8 @@ pub enum Command {
     /// "removed"}, "newDowngrades":[{"package","channel","bundle","version","skipRange","covers",
     /// "coversVersion"}]}.
     ///
-    /// Exit codes: 0 nothing stranded; 1 something stranded, or a SOURCE unreadable or invalid;
-    /// 2 usage error.
+    /// Exit codes: 0 nothing stranded; 1 something stranded; 2 usage error; 3 a SOURCE could not
+    /// be read or is invalid (the comparison did not run); 130 interrupted.
     Diff(diff::Args),
     /// Print a shell completion script for opreg.
     ///

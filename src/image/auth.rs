@@ -74,23 +74,25 @@ pub fn auth_files() -> Vec<PathBuf> {
 }
 
 /// Looks up the credential for `registry` (and `repository`, for per-repository entries) in
-/// the auth files. Unreadable or malformed files are skipped with a debug log (which names
-/// the file, never its contents).
-pub fn lookup(registry: &str, repository: &str) -> Option<Credential> {
+/// the auth files. A file that does not exist is skipped; one that cannot be read or is not a
+/// valid auth file is an error naming it (never its contents), as podman refuses it.
+pub fn lookup(registry: &str, repository: &str) -> anyhow::Result<Option<Credential>> {
     for f in auth_files() {
-        let Ok(text) = std::fs::read_to_string(&f) else {
-            continue;
+        let text = match std::fs::read_to_string(&f) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => anyhow::bail!("auth file {}: cannot read it: {e}", f.display()),
         };
         match find_in_config(&text, registry, repository) {
             Ok(Some(c)) => {
                 tracing::debug!(file = %f.display(), registry, "using credentials from auth file");
-                return Some(c);
+                return Ok(Some(c));
             }
             Ok(None) => {}
-            Err(e) => tracing::debug!(file = %f.display(), error = %e, "auth file skipped"),
+            Err(e) => anyhow::bail!("auth file {} is malformed: {e}", f.display()),
         }
     }
-    None
+    Ok(None)
 }
 
 /// The most specific `auths` entry of a docker config for `registry/repository`.

@@ -26,15 +26,19 @@
 pub mod auth;
 pub mod cache;
 pub mod dockerfile;
+pub mod fetch;
 pub mod kind;
 pub mod layers;
 pub mod layout;
+pub mod layout_source;
 pub mod manifest;
 pub mod opm;
 pub mod pull;
 pub mod push;
 pub mod reference;
 pub mod registry;
+pub mod retry;
+pub mod trust;
 pub mod unpacked;
 
 use crate::model::Bundle;
@@ -67,7 +71,12 @@ pub struct ImageArgs {
     /// Keep no downloaded blobs.
     #[arg(long)]
     pub no_image_cache: bool,
-    /// Seconds to wait for a registry to connect or answer.
+    /// A directory of the registry's CA certificates (`*.crt`) and client certificate
+    /// (`NAME.cert` with `NAME.key`), in place of containers' certs.d directory for it.
+    #[arg(long, value_name = "DIR")]
+    pub cert_dir: Option<PathBuf>,
+    /// Longest wait, in seconds, on a registry that sends nothing (connecting, the first byte
+    /// of an answer, or a body that stalls); a blob that keeps arriving is never cut.
     #[arg(long, value_name = "SECONDS", default_value_t = 30)]
     pub registry_timeout: u64,
     /// Largest manifest or image config accepted, in bytes.
@@ -87,6 +96,7 @@ impl Default for ImageArgs {
             platform: None,
             image_cache: None,
             no_image_cache: false,
+            cert_dir: None,
             registry_timeout: 30,
             max_manifest_size: 4 << 20,
             max_layer_size: 8 << 30,
@@ -243,15 +253,15 @@ pub fn resolve(sources: &[PathBuf], args: &ImageArgs, progress: bool) -> Result<
     for src in sources {
         let text = src.to_string_lossy().to_string();
         let image = if is_local(src) {
-            if std::fs::symlink_metadata(src).is_err() && named_like_a_file(&text) {
+            if std::fs::symlink_metadata(src).is_err() {
                 return Err(not_found(src));
             }
             None
         } else {
             match reference::parse_source(&text) {
                 Ok(i) => Some(i),
-                // Not a reference: let the readers report the missing path.
-                Err(_) if !text.starts_with("oci:") => None,
+                // Neither on disk nor a reference: a missing path, said once.
+                Err(_) if !text.starts_with("oci:") => return Err(not_found(src)),
                 Err(e) => anyhow::bail!("{e}"),
             }
         };
@@ -302,8 +312,9 @@ pub fn current_digest(source: &Path, args: &ImageArgs) -> Result<Option<String>>
     };
     let fetched = match &image {
         ImageSource::Registry(r) => {
-            let mut reg = registry::Registry::new(r, &args.connection());
-            registry::BlobSource::manifest(&mut reg, r.manifest_ref(), args.max_manifest_size)
+            registry::Registry::new(r, &args.connection()).and_then(|mut reg| {
+                registry::BlobSource::manifest(&mut reg, r.manifest_ref(), args.max_manifest_size)
+            })
         }
         ImageSource::Layout { dir, tag } => {
             let mut layout = registry::Layout::open(dir)?;
@@ -324,12 +335,15 @@ pub fn one_line(e: &anyhow::Error) -> String {
 }
 
 impl ImageArgs {
-    /// How to reach a registry: `--use-http`, `--skip-tls-verify` and the timeout.
+    /// How to reach a registry: `--use-http`, `--skip-tls-verify`, `--cert-dir`, the timeout
+    /// and the retries.
     pub fn connection(&self) -> registry::Connection {
         registry::Connection {
             use_http: self.use_http || self.skip_tls,
             skip_tls_verify: self.skip_tls_verify,
             timeout: Duration::from_secs(self.registry_timeout.max(1)),
+            cert_dir: self.cert_dir.clone(),
+            retries: retry::Retries::default(),
         }
     }
 }
@@ -364,7 +378,7 @@ fn pull_one(
 ) -> Result<pull::Pulled> {
     match image {
         ImageSource::Registry(r) => {
-            let mut reg = registry::Registry::new(r, &args.connection());
+            let mut reg = registry::Registry::new(r, &args.connection())?;
             pull::pull(&mut reg, r.manifest_ref(), opts, staging)
         }
         ImageSource::Layout { dir, tag } => {

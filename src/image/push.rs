@@ -71,7 +71,7 @@ pub fn push(img: &Image, to: &Reference, opts: &PushOptions) -> anyhow::Result<P
 }
 
 fn push_inner(img: &Image, to: &Reference, opts: &PushOptions) -> anyhow::Result<Pushed> {
-    let mut reg = Registry::new(to, &opts.connection).for_push();
+    let mut reg = Registry::new(to, &opts.connection)?.for_push();
     let mut out = Pushed {
         digest: img.top.digest.clone(),
         ..Default::default()
@@ -92,7 +92,8 @@ fn push_inner(img: &Image, to: &Reference, opts: &PushOptions) -> anyhow::Result
         pb
     });
     for (digest, size) in &img.blobs {
-        if retry(opts, || exists(&mut reg, digest))? {
+        // A HEAD is tried again by the registry client itself.
+        if exists(&mut reg, digest).map_err(|e| e.error)? {
             out.skipped += 1;
         } else {
             match retry(opts, || {
@@ -152,7 +153,7 @@ impl From<std::io::Error> for Failure {
 /// An answer that is not the one expected, as a failure naming `what`.
 fn refused(reg: &Registry, what: &str, resp: Response) -> Failure {
     let status = resp.status().as_u16();
-    let retry_after = super::registry::retry_after(&resp).map(|s| Duration::from_secs(s.min(60)));
+    let retry_after = super::retry::retry_after(&resp).map(|s| Duration::from_secs(s.min(60)));
     Failure {
         error: reg.status_error(what, resp),
         transient: status == 429 || status >= 500,

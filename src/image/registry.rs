@@ -1,65 +1,21 @@
-//! Where manifests and blobs come from: a registry over the distribution API (anonymous,
-//! basic auth, or the bearer-token flow a `WWW-Authenticate` challenge asks for), or an OCI
-//! image-layout directory.
+//! The registry client: every request to a registry over the distribution API (anonymous,
+//! basic auth, or the bearer-token flow a `WWW-Authenticate` challenge asks for) goes through
+//! [`Registry`], with the trust of [`super::trust`] and the retries of [`super::retry`]. An
+//! OCI layout is the other [`BlobSource`] ([`super::layout_source`]).
 //!
 //! Every failure becomes one sentence a user can act on: unknown repository or tag,
 //! unauthorized, a certificate that does not verify, a registry that is down or does not
 //! answer in time. Credentials and tokens are never logged.
 
 use super::auth::{self, Credential};
+pub use super::fetch::{read_limited, BlobSource, Fetched};
+pub use super::layout_source::Layout;
+pub use super::retry::SendError;
+use super::retry::{fault, retry_after, tls_problem, with_retries, Fault, Retries, TlsProblem};
 use anyhow::{anyhow, bail, Result};
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
-
-/// A manifest as fetched.
-pub struct Fetched {
-    pub bytes: Vec<u8>,
-    pub content_type: Option<String>,
-    /// The registry's `Docker-Content-Digest`, when it sent one.
-    pub digest: Option<String>,
-}
-
-/// A place to read an image from.
-pub trait BlobSource {
-    /// The manifest named by a tag or digest, at most `limit` bytes.
-    fn manifest(&mut self, reference: &str, limit: u64) -> Result<Fetched>;
-    /// A blob's bytes, streamed (the caller verifies them).
-    fn blob(&mut self, digest: &str) -> Result<Box<dyn Read + Send>>;
-}
-
-/// A request that got no answer, and whether it is worth trying again: a timeout or a
-/// connection that broke may pass; a refused connection, an unknown host, a certificate that
-/// does not verify or a refused token will not.
-#[derive(Debug)]
-pub struct SendError {
-    pub error: anyhow::Error,
-    pub transient: bool,
-}
-
-/// The seconds an answer's `Retry-After` asks to wait (the HTTP-date form is not used by
-/// registries, and is ignored).
-pub fn retry_after<B>(resp: &ureq::http::Response<B>) -> Option<u64> {
-    resp.headers()
-        .get("retry-after")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<u64>().ok())
-}
-
-fn transient(e: &ureq::Error) -> bool {
-    match e {
-        ureq::Error::Timeout(_) => true,
-        ureq::Error::Io(io) => !matches!(
-            io.kind(),
-            std::io::ErrorKind::ConnectionRefused | std::io::ErrorKind::NotFound
-        ),
-        ureq::Error::HostNotFound => false,
-        other => !other
-            .to_string()
-            .to_ascii_lowercase()
-            .contains("certificate"),
-    }
-}
 
 /// Connection settings.
 #[derive(Clone, Debug)]
@@ -67,6 +23,9 @@ pub struct Connection {
     pub use_http: bool,
     pub skip_tls_verify: bool,
     pub timeout: Duration,
+    /// `--cert-dir`: the registry's CAs and client certificate, in place of certs.d's.
+    pub cert_dir: Option<PathBuf>,
+    pub retries: Retries,
 }
 
 /// A repository on a registry.
@@ -81,13 +40,20 @@ pub struct Registry {
     timeout: Duration,
     /// Tokens are asked for with push rights ([`Registry::for_push`]).
     pushing: bool,
+    use_http: bool,
+    retries: Retries,
 }
 
 impl Registry {
-    pub fn new(reference: &super::reference::Reference, conn: &Connection) -> Registry {
-        let tls = ureq::tls::TlsConfig::builder()
-            .disable_verification(conn.skip_tls_verify)
-            .build();
+    /// A client for `reference`'s repository: its trust (built-in roots, the system store,
+    /// certs.d or `--cert-dir`) and credentials are read here, and a malformed file of either
+    /// is an error naming it.
+    pub fn new(reference: &super::reference::Reference, conn: &Connection) -> Result<Registry> {
+        let tls = super::trust::tls_config(
+            &reference.registry,
+            conn.cert_dir.as_deref(),
+            conn.skip_tls_verify,
+        )?;
         let t = Some(conn.timeout);
         let agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
@@ -101,16 +67,18 @@ impl Registry {
             .build()
             .new_agent();
         let scheme = if conn.use_http { "http" } else { "https" };
-        Registry {
+        Ok(Registry {
             agent,
             base: format!("{scheme}://{}", reference.api_host()),
             host: reference.registry.clone(),
             repository: reference.repository.clone(),
-            credential: auth::lookup(&reference.registry, &reference.repository),
+            credential: auth::lookup(&reference.registry, &reference.repository)?,
             authorization: None,
             timeout: conn.timeout,
             pushing: false,
-        }
+            use_http: conn.use_http,
+            retries: conn.retries,
+        })
     }
 
     /// The same repository, for pushing to: bearer tokens are asked for with push rights.
@@ -140,6 +108,31 @@ impl Registry {
 
     /// [`Registry::send`] with more headers.
     pub fn send_with(
+        &mut self,
+        method: &str,
+        url: &str,
+        content_type: Option<&str>,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> std::result::Result<ureq::http::Response<ureq::Body>, SendError> {
+        // GET and HEAD are tried again here; an upload's steps are tried again by the push,
+        // which knows where an upload session must start over.
+        let idempotent = method == "GET" || method == "HEAD";
+        let retries = if idempotent {
+            self.retries
+        } else {
+            Retries {
+                attempts: 1,
+                ..self.retries
+            }
+        };
+        with_retries(&retries, url, || {
+            self.send_once(method, url, content_type, headers, body)
+        })
+    }
+
+    /// One request, answering one auth challenge.
+    fn send_once(
         &mut self,
         method: &str,
         url: &str,
@@ -181,7 +174,7 @@ impl Registry {
                 self.agent.run(req)
             };
             let resp = resp.map_err(|e| SendError {
-                transient: transient(&e),
+                transient: fault(&e) == Fault::Broken,
                 error: self.transport_error(e),
             })?;
             if resp.status() == 401 && !challenged {
@@ -250,31 +243,35 @@ impl Registry {
             _ => format!("repository:{}:pull", self.repository),
         };
         let service = c.params.get("service").cloned().unwrap_or_default();
-        let resp = match &self.credential {
-            Some(Credential::IdentityToken { token, .. }) => self
-                .agent
-                .post(realm)
-                .send_form([
+        let (agent, credential) = (self.agent.clone(), self.credential.clone());
+        let resp = with_retries(&self.retries, realm, || {
+            let sent = match &credential {
+                Some(Credential::IdentityToken { token, .. }) => agent.post(realm).send_form([
                     ("grant_type", "refresh_token"),
                     ("refresh_token", token.as_str()),
                     ("service", service.as_str()),
                     ("scope", scope.as_str()),
                     ("client_id", "opreg"),
-                ])
-                .map_err(|e| self.transport_error(e))?,
-            cred => {
-                let sep = if realm.contains('?') { '&' } else { '?' };
-                let mut url = format!("{realm}{sep}scope={}", encode(&scope));
-                if !service.is_empty() {
-                    url.push_str(&format!("&service={}", encode(&service)));
+                ]),
+                cred => {
+                    let sep = if realm.contains('?') { '&' } else { '?' };
+                    let mut url = format!("{realm}{sep}scope={}", encode(&scope));
+                    if !service.is_empty() {
+                        url.push_str(&format!("&service={}", encode(&service)));
+                    }
+                    let mut req = agent.get(&url);
+                    if let Some(cred) = cred {
+                        req = req.header("Authorization", cred.basic_header());
+                    }
+                    req.call()
                 }
-                let mut req = self.agent.get(&url);
-                if let Some(cred) = cred {
-                    req = req.header("Authorization", cred.basic_header());
-                }
-                req.call().map_err(|e| self.transport_error(e))?
-            }
-        };
+            };
+            sent.map_err(|e| SendError {
+                transient: fault(&e) == Fault::Broken,
+                error: self.transport_error(e),
+            })
+        })
+        .map_err(|e| e.error)?;
         let status = resp.status().as_u16();
         if status == 401 || status == 403 {
             bail!(
@@ -303,27 +300,40 @@ impl Registry {
 
     fn transport_error(&self, e: ureq::Error) -> anyhow::Error {
         let text = e.to_string();
+        let timed_out = || {
+            anyhow!(
+                "the registry {} did not answer within {} s (--registry-timeout)",
+                self.host,
+                self.timeout.as_secs()
+            )
+        };
         match e {
-            ureq::Error::Timeout(_) => anyhow!(
-                "the registry {} did not answer within {} s",
-                self.host,
-                self.timeout.as_secs()
-            ),
-            ureq::Error::HostNotFound => anyhow!("unknown registry host {}", self.host),
-            ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::TimedOut => anyhow!(
-                "the registry {} did not answer within {} s",
-                self.host,
-                self.timeout.as_secs()
-            ),
-            ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::ConnectionRefused => anyhow!(
-                "cannot connect to the registry {}: connection refused (is it running?)",
+            ureq::Error::Timeout(_) | ureq::Error::BodyStalled => return timed_out(),
+            ureq::Error::HostNotFound => return anyhow!("unknown registry host {}", self.host),
+            ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::TimedOut => return timed_out(),
+            ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::ConnectionRefused => {
+                return anyhow!(
+                    "cannot connect to the registry {}: connection refused (is it running?)",
+                    self.host
+                )
+            }
+            _ => {}
+        }
+        match tls_problem(&text.to_ascii_lowercase()) {
+            Some(TlsProblem::PlainHttp) => anyhow!(
+                "the registry {} answered in plain HTTP to a TLS request: use --use-http for a plain-HTTP registry",
                 self.host
             ),
-            _ if text.to_ascii_lowercase().contains("certificate") => anyhow!(
-                "TLS certificate of {} does not verify ({text}); use --skip-tls-verify for a registry with a self-signed certificate",
+            Some(TlsProblem::Certificate) => anyhow!(
+                "the TLS certificate of the registry {} does not verify ({text}): trust its CA with --cert-dir DIR (a DIR/ca.crt), a certs.d directory (/etc/containers/certs.d/{}/ca.crt) or SSL_CERT_FILE, or pass --skip-tls-verify",
+                self.host,
                 self.host
             ),
-            _ => anyhow!("cannot talk to the registry {}: {text}", self.host),
+            Some(TlsProblem::Handshake) => anyhow!(
+                "TLS with the registry {} failed ({text}); a client certificate goes in --cert-dir or certs.d as NAME.cert and NAME.key",
+                self.host
+            ),
+            None => anyhow!("cannot talk to the registry {}: {text}", self.host),
         }
     }
 
@@ -347,6 +357,12 @@ impl Registry {
                     .map(str::to_string)
             })
             .unwrap_or_default();
+        if status == 400 && self.use_http && String::from_utf8_lossy(&body).contains("HTTPS") {
+            return anyhow!(
+                "the registry {} speaks TLS (HTTPS) and was asked in plain HTTP: leave out --use-http",
+                self.host
+            );
+        }
         match status {
             401 => anyhow!(
                 "unauthorized: {} for {}",
@@ -420,18 +436,28 @@ impl BlobSource for Registry {
         if !resp.status().is_success() {
             return Err(self.status_error(&format!("blob {digest}"), resp));
         }
-        Ok(Box::new(resp.into_body().into_reader()))
+        // A body cut off part way is asked for again from where it stopped.
+        let (agent, auth, retries) = (self.agent.clone(), self.authorization.clone(), self.retries);
+        let reopen = move |offset: u64| {
+            let range = format!("bytes={offset}-");
+            with_retries(&retries, &url, || {
+                let mut req = agent.get(&url).header("Range", &range);
+                if let Some(h) = &auth {
+                    req = req.header("Authorization", h);
+                }
+                req.call().map_err(|e| SendError {
+                    transient: fault(&e) == Fault::Broken,
+                    error: anyhow!("{e}"),
+                })
+            })
+            .map_err(|e| e.error)
+        };
+        Ok(Box::new(super::retry::Resuming::new(
+            Box::new(resp.into_body().into_reader()),
+            Box::new(reopen),
+            retries,
+        )))
     }
-}
-
-/// Reads at most `limit` bytes; more is an error naming `what`.
-pub fn read_limited(r: impl Read, limit: u64, what: &str) -> Result<Vec<u8>> {
-    let mut buf = Vec::new();
-    r.take(limit + 1).read_to_end(&mut buf)?;
-    if buf.len() as u64 > limit {
-        bail!("the {what} is over the size limit of {limit} bytes");
-    }
-    Ok(buf)
 }
 
 fn encode(s: &str) -> String {
@@ -444,110 +470,4 @@ fn encode(s: &str) -> String {
         }
     }
     out
-}
-
-/// An OCI image-layout directory (`oci-layout`, `index.json`, `blobs/sha256/…`).
-pub struct Layout {
-    dir: PathBuf,
-}
-
-impl Layout {
-    pub fn open(dir: &Path) -> Result<Layout> {
-        if !dir.join("index.json").is_file() {
-            bail!(
-                "{} is not an OCI image layout (no index.json)",
-                dir.display()
-            );
-        }
-        Ok(Layout {
-            dir: dir.to_path_buf(),
-        })
-    }
-
-    fn blob_path(&self, digest: &str) -> Result<PathBuf> {
-        if !super::reference::is_digest(digest) {
-            bail!("unsupported or malformed digest {digest:?}");
-        }
-        Ok(self
-            .dir
-            .join("blobs/sha256")
-            .join(&digest["sha256:".len()..]))
-    }
-}
-
-impl BlobSource for Layout {
-    /// `reference` is a digest, a tag (`org.opencontainers.image.ref.name`), or "" for the
-    /// layout's only image.
-    fn manifest(&mut self, reference: &str, limit: u64) -> Result<Fetched> {
-        let digest = if reference.starts_with("sha256:") {
-            reference.to_string()
-        } else {
-            let index = read_limited(
-                std::fs::File::open(self.dir.join("index.json"))?,
-                limit,
-                "layout's index.json",
-            )?;
-            let v: serde_json::Value =
-                serde_json::from_slice(&index).map_err(|e| anyhow!("malformed index.json: {e}"))?;
-            let entries = v
-                .get("manifests")
-                .and_then(|m| m.as_array())
-                .cloned()
-                .unwrap_or_default();
-            let name = |e: &serde_json::Value| {
-                e.pointer("/annotations/org.opencontainers.image.ref.name")
-                    .and_then(|n| n.as_str())
-                    .unwrap_or("")
-                    .to_string()
-            };
-            let pick = if reference.is_empty() {
-                match entries.as_slice() {
-                    [only] => Some(only.clone()),
-                    _ => bail!(
-                        "the layout holds {} images; name one with oci:DIR:TAG",
-                        entries.len()
-                    ),
-                }
-            } else {
-                entries.iter().find(|e| name(e) == reference).cloned()
-            };
-            let Some(e) = pick else {
-                bail!("tag {reference:?} not found in the layout's index.json");
-            };
-            let d = e.get("digest").and_then(|d| d.as_str()).unwrap_or("");
-            let mt = e
-                .get("mediaType")
-                .and_then(|d| d.as_str())
-                .map(str::to_string);
-            let bytes = read_limited(
-                std::fs::File::open(self.blob_path(d)?)
-                    .map_err(|e| anyhow!("manifest {d}: {e}"))?,
-                limit,
-                "manifest",
-            )?;
-            return Ok(Fetched {
-                bytes,
-                content_type: mt,
-                digest: Some(d.to_string()),
-            });
-        };
-        let bytes = read_limited(
-            std::fs::File::open(self.blob_path(&digest)?)
-                .map_err(|e| anyhow!("manifest {digest}: {e}"))?,
-            limit,
-            "manifest",
-        )?;
-        Ok(Fetched {
-            bytes,
-            content_type: None,
-            digest: None,
-        })
-    }
-
-    fn blob(&mut self, digest: &str) -> Result<Box<dyn Read + Send>> {
-        let p = self.blob_path(digest)?;
-        Ok(Box::new(
-            std::fs::File::open(&p).map_err(|e| anyhow!("blob {digest}: {e}"))?,
-        ))
-    }
 }

@@ -71,7 +71,7 @@ pub fn open(
         reference::parse_source(given).map_err(|e| Error::Usage(format!("--base {given}: {e}")))?;
     let (mut src, top_ref): (Box<dyn BlobSource>, String) = match &source {
         ImageSource::Registry(r) => (
-            Box::new(registry::Registry::new(r, conn)),
+            Box::new(registry::Registry::new(r, conn).map_err(fail)?),
             r.manifest_ref().to_string(),
         ),
         ImageSource::Layout { dir, tag } => (

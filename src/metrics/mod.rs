@@ -73,7 +73,10 @@ pub struct Metrics {
     /// 1 when the last reload succeeded (or none was tried), 0 when it failed.
     pub last_reload_ok: Gauge,
     rss: Gauge,
-    cpu: FGauge,
+    /// `process_cpu_seconds_total`, a counter as Prometheus' process collector names it (so
+    /// dashboards can `rate()` it), advanced to the sampled CPU time under `cpu_sample`.
+    cpu: Counter<f64, AtomicU64>,
+    cpu_sample: std::sync::Mutex<()>,
     fds: Gauge,
     threads: Gauge,
     start: FGauge,
@@ -115,7 +118,8 @@ impl Metrics {
             reloads: Family::default(),
             last_reload_ok: Gauge::default(),
             rss: Gauge::default(),
-            cpu: FGauge::default(),
+            cpu: Counter::default(),
+            cpu_sample: std::sync::Mutex::new(()),
             fds: Gauge::default(),
             threads: Gauge::default(),
             start: FGauge::default(),
@@ -200,8 +204,9 @@ impl Metrics {
             m.rss.clone(),
         );
         r.register(
+            // The exposition adds `_total` to a counter's name.
             "process_cpu_seconds",
-            "user and system CPU time",
+            "Total user and system CPU time spent in seconds",
             m.cpu.clone(),
         );
         r.register("process_open_fds", "open file descriptors", m.fds.clone());
@@ -278,7 +283,12 @@ impl Metrics {
                     )
                 };
                 // After ')': field 3 is index 0.
-                self.cpu.set((num(11) + num(12)) / tick.max(1.0));
+                let seconds = (num(11) + num(12)) / tick.max(1.0);
+                let _one_at_a_time = self.cpu_sample.lock();
+                let delta = seconds - self.cpu.get();
+                if delta > 0.0 {
+                    self.cpu.inc_by(delta);
+                }
                 self.threads.set(num(17) as i64);
                 self.rss.set((num(21) * page) as i64);
             }

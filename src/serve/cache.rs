@@ -30,6 +30,15 @@ pub struct Prepare<'a> {
     pub cancel: &'a AtomicBool,
 }
 
+/// What to run when an enforced cache does not match its source.
+fn rebuild_hint(source: Option<&Path>, cache_dir: &Path) -> String {
+    let source = source.map_or(String::new(), |s| format!("{} ", s.display()));
+    format!(
+        "rebuild it with `opreg serve {source}--cache-dir {} --cache-only` (or serve without --cache-enforce-integrity to rebuild it at start-up)",
+        cache_dir.display()
+    )
+}
+
 /// A built store, with its catalogd content when asked for.
 pub struct Prepared {
     pub store: Store,
@@ -38,6 +47,7 @@ pub struct Prepared {
 
 /// Opens SOURCE (or the demo, when `None`) as a store, building or reusing a cache as asked.
 pub fn prepare(source: Option<&Path>, p: &Prepare<'_>) -> Result<Prepared> {
+    let given = source;
     // An image SOURCE is pulled here, while health still says NOT_SERVING.
     let resolved = match source {
         Some(s) => crate::load::resolve(&[s.to_path_buf()], p.image, false)?,
@@ -92,19 +102,26 @@ pub fn prepare(source: Option<&Path>, p: &Prepare<'_>) -> Result<Prepared> {
             }
             Ok((d, _)) if p.enforce => {
                 return Err(Error::failed(format!(
-                "integrity check failed: cache reports digest {:?}, but computed digest is {digest:?}",
-                d.unwrap_or_default()
-            )))
+                    "integrity check failed: the cache in --cache-dir {} reports digest {:?}, but the source's digest is {digest:?}; {}",
+                    p.cache_dir.display(),
+                    d.unwrap_or_default(),
+                    rebuild_hint(given, p.cache_dir),
+                )))
             }
             Err(e) if p.enforce => {
-                return Err(Error::failed(format!("integrity check failed: {e:#}")))
+                return Err(Error::failed(format!(
+                    "integrity check failed: cannot read the cache in --cache-dir {}: {e:#}; {}",
+                    p.cache_dir.display(),
+                    rebuild_hint(given, p.cache_dir),
+                )))
             }
             _ => tracing::info!("cache is stale; rebuilding"),
         }
     } else if p.enforce {
         return Err(Error::failed(format!(
-            "integrity check failed: no cache at {}; build it with --cache-only",
-            db.display()
+            "integrity check failed: no cache in --cache-dir {}; {}",
+            p.cache_dir.display(),
+            rebuild_hint(given, p.cache_dir),
         )));
     }
     if sources.is_empty() {

@@ -79,7 +79,8 @@ impl ServeOptions {
                 "--watch needs a SOURCE directory or file".into(),
             ));
         }
-        if self.http_port == Some(self.port) && !self.cache_only {
+        // Port 0 is "any free port": two of them never collide.
+        if self.http_port == Some(self.port) && self.port != 0 && !self.cache_only {
             return Err(Error::Usage(format!(
                 "--port and --http-port are both {}: the gRPC and HTTP ports must differ",
                 self.port
@@ -223,7 +224,7 @@ async fn run_async(mut o: ServeOptions) -> Result<()> {
     let r = reloader.clone();
     let served = crate::server::serve(listener, opts, move || {
         let store = r.initial()?;
-        tracing::info!(grpc = %addrs.0, http = ?addrs.1.map(|a| a.to_string()), "listen addresses");
+        tracing::info!(grpc = %addrs.0, http = %addrs.1.map_or("none".into(), |a| a.to_string()), "listen addresses");
         let _ = ready_tx.send(());
         Ok(store)
     });

@@ -171,14 +171,18 @@ fn start_watch(
 ) -> Option<notify::RecommendedWatcher> {
     use notify::{RecursiveMode, Watcher};
     let is_dir = source.is_dir();
-    let target = source.to_path_buf();
-    let root = if is_dir {
-        target.clone()
+    // The watcher names changed files by absolute paths: compare with an absolute target (a
+    // relative `wf/cat.json` would never match), through the parent's real path.
+    let (root, target) = if is_dir {
+        (source.to_path_buf(), source.to_path_buf())
     } else {
-        target
-            .parent()
-            .map(Path::to_path_buf)
-            .unwrap_or_else(|| PathBuf::from("."))
+        let parent = match source.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let parent = std::fs::canonicalize(&parent).unwrap_or(parent);
+        let name = source.file_name().map(PathBuf::from).unwrap_or_default();
+        (parent.clone(), parent.join(name))
     };
     let handler = move |ev: notify::Result<notify::Event>| match ev {
         Ok(ev) if ev.kind.is_access() => {}

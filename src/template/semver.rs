@@ -71,7 +71,8 @@ pub fn parse(doc: &Value) -> Result<Template, String> {
         "fast",
         "stable",
     ];
-    known_keys(m, &KEYS)?;
+    // The schema first: another kind's template is named by its schema (upstream's words),
+    // not by the first of its fields this kind does not know.
     let declared = field(m, "schema").and_then(Value::as_str).unwrap_or("");
     if declared != SCHEMA {
         return Err(format!(
@@ -80,6 +81,7 @@ pub fn parse(doc: &Value) -> Result<Template, String> {
             go_quote(SCHEMA)
         ));
     }
+    known_keys(m, &KEYS)?;
     let flag = |k: &str| match field(m, k) {
         None | Some(Value::Null) => Ok(false),
         Some(Value::Bool(b)) => Ok(*b),

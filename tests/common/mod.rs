@@ -324,7 +324,10 @@ pub fn grpcurl() -> String {
                 return "grpcurl".into();
             }
             let scripts = Command::new("python3")
-                .args(["-c", "import sysconfig; print(sysconfig.get_path('scripts'))"])
+                .args([
+                    "-c",
+                    "import sysconfig; print(sysconfig.get_path('scripts'))",
+                ])
                 .output()
                 .ok()
                 .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())

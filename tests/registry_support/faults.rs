@@ -22,6 +22,10 @@ pub enum Action {
     Answer(u16, Vec<(String, String)>),
     /// Reads half of the body, then closes the connection.
     Drop,
+    /// Resets the connection (a TCP RST) without answering.
+    Reset,
+    /// Relays the request, then sends the answer's head and half its body, and closes.
+    Truncate,
 }
 
 /// Decides, for the `n`-th request (from 0), what happens to it.
@@ -102,6 +106,11 @@ fn one(
             let _ = client.shutdown(std::net::Shutdown::Both);
             Ok(())
         }
+        Action::Reset => {
+            log.lock().unwrap().push((seen, "reset"));
+            reset(&client);
+            Ok(())
+        }
         Action::Answer(status, headers) => {
             log.lock().unwrap().push((seen, "answered"));
             let mut body = vec![0u8; length];
@@ -113,6 +122,26 @@ fn one(
             }
             out.push_str("\r\n");
             client.write_all(out.as_bytes())
+        }
+        Action::Truncate => {
+            log.lock().unwrap().push((seen, "truncated"));
+            let mut body = vec![0u8; length];
+            reader.read_exact(&mut body)?;
+            let mut server = TcpStream::connect(("127.0.0.1", upstream))?;
+            let mut req = head.concat();
+            req.push_str("Connection: close\r\n\r\n");
+            server.write_all(req.as_bytes())?;
+            server.write_all(&body)?;
+            let mut answer = Vec::new();
+            server.read_to_end(&mut answer)?;
+            let end = answer
+                .windows(4)
+                .position(|w| w == b"\r\n\r\n")
+                .map_or(answer.len(), |p| p + 4);
+            let keep = end + (answer.len() - end) / 2;
+            client.write_all(&answer[..keep])?;
+            reset(&client);
+            Ok(())
         }
         Action::Relay => {
             log.lock().unwrap().push((seen, "relayed"));
@@ -127,4 +156,24 @@ fn one(
             Ok(())
         }
     }
+}
+
+/// Closes `s` with a RST: SO_LINGER on with a zero timeout, then close.
+fn reset(s: &TcpStream) {
+    use std::os::fd::AsRawFd;
+    let linger = libc::linger {
+        l_onoff: 1,
+        l_linger: 0,
+    };
+    // SAFETY: a valid socket and a correctly sized option value.
+    unsafe {
+        libc::setsockopt(
+            s.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            &linger as *const libc::linger as *const libc::c_void,
+            std::mem::size_of::<libc::linger>() as libc::socklen_t,
+        );
+    }
+    let _ = s.shutdown(std::net::Shutdown::Read);
 }

@@ -6,6 +6,7 @@
 
 pub mod ctx;
 pub mod faults;
+pub mod pki;
 pub mod throttle;
 pub mod token;
 
@@ -72,7 +73,17 @@ impl Registry {
         Self::start_with(tls, false)
     }
 
+    /// An anonymous TLS registry whose certificate `pki`'s private CA signed; with `mtls`, it
+    /// also requires a client certificate that CA signed.
+    pub fn private_ca(pki: &pki::Pki, mtls: bool) -> Registry {
+        Self::start_full(false, false, Some((pki, mtls)))
+    }
+
     fn start_with(tls: bool, token: bool) -> Registry {
+        Self::start_full(tls, token, None)
+    }
+
+    fn start_full(tls: bool, token: bool, private: Option<(&pki::Pki, bool)>) -> Registry {
         need("docker-registry", "docker-registry");
         let dir = tempfile::tempdir().unwrap();
         let port = free_port();
@@ -109,6 +120,17 @@ impl Registry {
                 key.display(),
                 dir.path().join("htpasswd").display()
             ));
+        } else if let Some((pki, mtls)) = private {
+            let client_cas = if mtls {
+                format!(", clientcas: [{}]", pki.ca().display())
+            } else {
+                String::new()
+            };
+            config.push_str(&format!(
+                ", tls: {{certificate: {}, key: {}{client_cas}}}}}\n",
+                pki.dir.join("server.crt").display(),
+                pki.dir.join("server.key").display(),
+            ));
         } else if let Some(t) = &token_server {
             config.push_str(&format!(
                 "}}\nauth: {{token: {{realm: {}, service: {}, issuer: {}, rootcertbundle: {}}}}}\n",
@@ -130,11 +152,21 @@ impl Registry {
             .stderr(log)
             .spawn()
             .expect("start docker-registry");
+        let client_cert = private.filter(|(_, mtls)| *mtls).map(|(pki, _)| {
+            let cert = std::fs::read(pki.dir.join("client.crt")).unwrap();
+            let key = std::fs::read(pki.dir.join("client.key")).unwrap();
+            ureq::tls::ClientCert::new_with_certs(
+                &[ureq::tls::Certificate::from_pem(&cert).unwrap()],
+                ureq::tls::PrivateKey::from_pem(&key).unwrap(),
+            )
+        });
+        let tls = tls || private.is_some();
         let agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .tls_config(
                 ureq::tls::TlsConfig::builder()
                     .disable_verification(true)
+                    .client_cert(client_cert)
                     .build(),
             )
             .timeout_global(Some(Duration::from_secs(30)))

@@ -91,6 +91,15 @@ fn walk_files(
         f(root, diags);
         return;
     }
+    // A SOURCE that is a link to a directory is followed, as opm follows it (a trailing
+    // separator resolves the link); links inside the catalog are not, as opm's walk does not.
+    let linked;
+    let root = if root.is_symlink() && root.is_dir() {
+        linked = root.join("");
+        linked.as_path()
+    } else {
+        root
+    };
     let walker = ignore::WalkBuilder::new(root)
         .standard_filters(false)
         .add_custom_ignore_filename(".indexignore")

@@ -28,6 +28,7 @@ pub(super) fn read_streaming(
     }
     let mut buf: Vec<u8> = Vec::with_capacity(chunk + (chunk >> 2));
     let mut base = 0usize; // file offset of buf[0]
+    let mut at = Position::default(); // file line and column of buf[0]
     let mut eof = false;
     let mut n = 0usize; // documents decoded
     let mut held: Vec<Value> = Vec::with_capacity(2);
@@ -126,7 +127,7 @@ pub(super) fn read_streaming(
                 Some(Err(_)) if n < 2 => return Ok(None),
                 Some(Err(e)) => {
                     diags.push(
-                        Diagnostic::error(Rule::Parse, format!("invalid JSON: {e}"))
+                        Diagnostic::error(Rule::Parse, format!("invalid JSON: {}", at.of(&e)))
                             .at(&Origin::doc(file, n + 1)),
                     );
                     return Ok(Some(false));
@@ -138,6 +139,7 @@ pub(super) fn read_streaming(
         } else {
             chunk
         };
+        at.advance(&buf[..consumed]);
         buf.drain(..consumed);
         base += consumed;
     }
@@ -146,6 +148,50 @@ pub(super) fn read_streaming(
     }
     diags.append(&mut errs);
     Ok(Some(true))
+}
+
+/// Where the buffer of a chunked read starts in its file, so that a JSON error names the
+/// file's line and column rather than the buffer's.
+#[derive(Clone, Copy, Debug)]
+struct Position {
+    /// 1-based line.
+    line: usize,
+    /// Bytes of that line before the buffer's start.
+    column: usize,
+}
+
+impl Default for Position {
+    fn default() -> Self {
+        Position { line: 1, column: 0 }
+    }
+}
+
+impl Position {
+    /// Moves past `bytes`, which the buffer drops.
+    fn advance(&mut self, bytes: &[u8]) {
+        match memchr::memrchr(b'\n', bytes) {
+            Some(last) => {
+                self.line += memchr::memchr_iter(b'\n', bytes).count();
+                self.column = bytes.len() - last - 1;
+            }
+            None => self.column += bytes.len(),
+        }
+    }
+
+    /// A decode error's text with its position in the file.
+    fn of(&self, e: &serde_json::Error) -> String {
+        let text = e.to_string();
+        if e.line() == 0 {
+            return text;
+        }
+        let suffix = format!(" at line {} column {}", e.line(), e.column());
+        let message = text.strip_suffix(&suffix).unwrap_or(&text);
+        let (line, column) = match e.line() {
+            1 => (self.line, self.column + e.column()),
+            l => (self.line + l - 1, e.column()),
+        };
+        format!("{message} at line {line} column {column}")
+    }
 }
 
 /// The metas of a file as ingest reads one larger than `chunk` bytes: `chunk` bytes at a time

@@ -1,8 +1,11 @@
 //! Schema discovery as catalogd does it: every object of the catalog is read once, and each
-//! top-level key becomes a field whose type comes from the first object that has it.
+//! top-level key becomes a field whose kind comes from the first object that has it.
 //!
-//! * a string, bool or number is `String`, `Boolean`, or `Int` when the number is integral and
-//!   `Float` when not; `null`, an object or anything else is `String` (served as JSON text);
+//! * a string, bool or number is `String`, `Boolean`, or a number; `null`, an object or
+//!   anything else is `String` (served as JSON text);
+//! * a number field is `Int` only while every value seen is an integer within GraphQL's 32-bit
+//!   `Int`, and `Float` once any is not (catalogd types numbers from the first value alone,
+//!   and would answer `2` for `2.5`: a documented difference);
 //! * an array is a list: up to its first 10 elements are sampled; the first non-null one gives
 //!   the element type, mixed scalar kinds fall back to `[String]`, and the keys of object
 //!   elements (over all sampled elements of all objects, first seen wins) make a nested type;
@@ -116,8 +119,8 @@ impl<'a> RawObject<'a> {
     }
 }
 
-/// The JSON kind of a raw value; numbers say whether they are integral (as Go checks a
-/// float64: equal to itself converted to int64).
+/// The JSON kind of a raw value; numbers say whether they fit GraphQL's `Int` (integral and
+/// within 32 bits).
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Kind {
     Null,
@@ -138,14 +141,15 @@ fn kind(v: &RawValue) -> Kind {
         Some(b'[') => Kind::Array,
         _ => {
             let f: f64 = s.parse().unwrap_or(f64::NAN);
-            let integral = f.fract() == 0.0
-                && (-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&f);
+            let integral =
+                f.fract() == 0.0 && (f64::from(i32::MIN)..=f64::from(i32::MAX)).contains(&f);
             Kind::Number { integral }
         }
     }
 }
 
-/// catalogd's `jsonTypeToGraphQL`: the type of a kind, numbers by their sample.
+/// catalogd's `jsonTypeToGraphQL`: the type of a kind (numbers are widened over all values by
+/// [`widen`]).
 fn scalar_of(k: Kind) -> Scalar {
     match k {
         Kind::String => Scalar::String,
@@ -196,7 +200,26 @@ fn analyze_value(v: &RawValue) -> (Scalar, bool, Option<BTreeMap<String, FieldIn
     match dominant {
         None => (Scalar::String, true, None),
         Some(_) if mixed && nested.is_none() => (Scalar::String, true, None),
-        Some(d) => (scalar_of(d), true, nested),
+        Some(d) => {
+            // Every element's number decides, not only the sampled first.
+            let scalar = elems.iter().fold(scalar_of(d), |s, e| widen(s, kind(e)));
+            (scalar, true, nested)
+        }
+    }
+}
+
+/// A number type seen again: `Int` becomes `Float` when this value does not fit `Int`.
+fn widen(have: Scalar, seen: Kind) -> Scalar {
+    match (have, seen) {
+        (Scalar::Int, Kind::Number { integral: false }) => Scalar::Float,
+        _ => have,
+    }
+}
+
+/// [`widen`] with a scalar already derived from a value.
+fn widen_scalar(have: &mut Scalar, seen: Scalar) {
+    if *have == Scalar::Int && seen == Scalar::Float {
+        *have = Scalar::Float;
     }
 }
 
@@ -211,10 +234,18 @@ fn analyze_nested(obj: &RawObject) -> BTreeMap<String, FieldInfo> {
     for (key, v) in &obj.0 {
         let name = field_name(key);
         let (scalar, is_array) = match kind(v) {
-            Kind::Array => match elements(v).first() {
-                Some(first) => (scalar_of(kind(first)), true),
-                None => (Scalar::String, true),
-            },
+            Kind::Array => {
+                let elems = elements(v);
+                match elems.first() {
+                    Some(first) => {
+                        let s = elems
+                            .iter()
+                            .fold(scalar_of(kind(first)), |s, e| widen(s, kind(e)));
+                        (s, true)
+                    }
+                    None => (Scalar::String, true),
+                }
+            }
             k => (scalar_of(k), false),
         };
         out.insert(
@@ -231,16 +262,21 @@ fn analyze_nested(obj: &RawObject) -> BTreeMap<String, FieldInfo> {
     out
 }
 
-/// Adds the fields not seen yet.
+/// Adds the fields not seen yet, and widens the number fields seen before.
 fn merge(have: &mut BTreeMap<String, FieldInfo>, new: BTreeMap<String, FieldInfo>) {
     for (k, v) in new {
-        have.entry(k).or_insert(v);
+        match have.get_mut(&k) {
+            Some(seen) => widen_scalar(&mut seen.scalar, v.scalar),
+            None => {
+                have.insert(k, v);
+            }
+        }
     }
 }
 
 impl SchemaInfo {
     /// catalogd's `analyzeJSONObject`: a new field takes this object's type; a field seen
-    /// before only gains nested fields.
+    /// before gains nested fields, and an `Int` becomes `Float` on a value `Int` cannot hold.
     pub fn add_object(&mut self, obj: &RawObject) {
         for (key, v) in &obj.0 {
             let name = field_name(key);
@@ -259,6 +295,7 @@ impl SchemaInfo {
                     );
                 }
                 Some(have) => {
+                    widen_scalar(&mut have.scalar, scalar);
                     if let Some(n) = nested {
                         merge(&mut have.nested, n);
                     }

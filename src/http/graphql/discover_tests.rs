@@ -185,10 +185,12 @@ fn sampling_looks_at_ten_elements_and_the_first_type_wins() {
     elems.push(r#"{"late":1}"#.into());
     let info = analyze(&format!(r#"{{"xs":[{}]}}"#, elems.join(",")));
     assert_eq!(info.fields["xs"].nested.keys().collect::<Vec<_>>(), ["a"]);
-    // A later object adds nested keys but never changes a type.
-    let mut info = analyze(r#"{"n": 1, "xs": [{"a": 1}]}"#);
-    info.add_object(&RawObject::parse(r#"{"n": 1.5, "xs": [{"b": "x"}]}"#).unwrap());
-    assert_eq!(info.fields["n"].type_string(), "Int");
+    // A later object adds nested keys and never changes a kind, but a number that `Int` cannot
+    // hold makes the field `Float` (catalogd keeps the first sample's `Int`; opreg differs).
+    let mut info = analyze(r#"{"n": 1, "s": "x", "xs": [{"a": 1}]}"#);
+    info.add_object(&RawObject::parse(r#"{"n": 1.5, "s": 2.5, "xs": [{"b": "x"}]}"#).unwrap());
+    assert_eq!(info.fields["n"].type_string(), "Float");
+    assert_eq!(info.fields["s"].type_string(), "String");
     assert_eq!(
         info.fields["xs"].nested.keys().collect::<Vec<_>>(),
         ["a", "b"]
@@ -211,4 +213,40 @@ fn sampling_looks_at_ten_elements_and_the_first_type_wins() {
         analyze(r#"{"m":[1,{}]}"#).fields["m"].type_string(),
         "[Int]"
     );
+}
+
+#[test]
+fn numbers_are_typed_from_every_value() {
+    // Integers within 32 bits stay Int, whatever their count.
+    let mut info = analyze(r#"{"n": 1, "m": [1, 2]}"#);
+    info.add_object(&RawObject::parse(r#"{"n": 2, "m": [3]}"#).unwrap());
+    assert_eq!(info.fields["n"].type_string(), "Int");
+    assert_eq!(info.fields["m"].type_string(), "[Int]");
+    // A fraction in a later object, or beyond the tenth sampled element, makes it Float.
+    info.add_object(&RawObject::parse(r#"{"n": 2.5}"#).unwrap());
+    assert_eq!(info.fields["n"].type_string(), "Float");
+    let long: Vec<String> = (0..12)
+        .map(|i| i.to_string())
+        .chain(["0.5".into()])
+        .collect();
+    let info = analyze(&format!(r#"{{"m":[{}]}}"#, long.join(",")));
+    assert_eq!(info.fields["m"].type_string(), "[Float]");
+    // An integer outside GraphQL's 32-bit Int is Float, first or later.
+    assert_eq!(
+        analyze(r#"{"n": 3000000000}"#).fields["n"].type_string(),
+        "Float"
+    );
+    let mut info = analyze(r#"{"n": 7}"#);
+    info.add_object(&RawObject::parse(r#"{"n": -2147483649}"#).unwrap());
+    assert_eq!(info.fields["n"].type_string(), "Float");
+    assert_eq!(
+        analyze(r#"{"n": -2147483648}"#).fields["n"].type_string(),
+        "Int"
+    );
+    // The same in the elements of an array of objects.
+    let mut info = analyze(r#"{"xs": [{"a": 1}, {"a": 2.25}]}"#);
+    assert_eq!(info.fields["xs"].nested["a"].type_string(), "Float");
+    info.add_object(&RawObject::parse(r#"{"xs": [{"b": 1}]}"#).unwrap());
+    info.add_object(&RawObject::parse(r#"{"xs": [{"b": 1e10}]}"#).unwrap());
+    assert_eq!(info.fields["xs"].nested["b"].type_string(), "Float");
 }

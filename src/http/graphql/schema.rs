@@ -132,7 +132,9 @@ fn scalar_field(f: &FieldInfo, in_nested: bool) -> Field {
                 ctx.parent_value.try_downcast_ref::<Object>()?.get(&name)
             };
             let out = to_graphql(v.as_ref(), scalar, list).map_err(|e| field_error(&ctx, e))?;
-            Ok(Some(FieldValue::value(out)))
+            // A missing or null value is the field's null (GraphQL's nullable list included),
+            // never a value that the list type would reject.
+            Ok((out != GqlValue::Null).then(|| FieldValue::value(out)))
         })
     })
 }

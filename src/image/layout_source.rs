@@ -1,0 +1,114 @@
+//! Reading an OCI image-layout directory as a [`BlobSource`]: manifests by digest, by tag
+//! (`org.opencontainers.image.ref.name`) or the layout's only image, and blobs from
+//! `blobs/sha256/`. Writing layouts is [`super::layout`]'s.
+
+use super::fetch::{read_limited, BlobSource, Fetched};
+use anyhow::{anyhow, bail, Result};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+/// An OCI image-layout directory (`oci-layout`, `index.json`, `blobs/sha256/…`).
+pub struct Layout {
+    dir: PathBuf,
+}
+
+impl Layout {
+    pub fn open(dir: &Path) -> Result<Layout> {
+        if !dir.join("index.json").is_file() {
+            bail!(
+                "{} is not an OCI image layout (no index.json)",
+                dir.display()
+            );
+        }
+        Ok(Layout {
+            dir: dir.to_path_buf(),
+        })
+    }
+
+    fn blob_path(&self, digest: &str) -> Result<PathBuf> {
+        if !super::reference::is_digest(digest) {
+            bail!("unsupported or malformed digest {digest:?}");
+        }
+        Ok(self
+            .dir
+            .join("blobs/sha256")
+            .join(&digest["sha256:".len()..]))
+    }
+}
+
+impl BlobSource for Layout {
+    /// `reference` is a digest, a tag (`org.opencontainers.image.ref.name`), or "" for the
+    /// layout's only image.
+    fn manifest(&mut self, reference: &str, limit: u64) -> Result<Fetched> {
+        let digest = if reference.starts_with("sha256:") {
+            reference.to_string()
+        } else {
+            let index = read_limited(
+                std::fs::File::open(self.dir.join("index.json"))?,
+                limit,
+                "layout's index.json",
+            )?;
+            let v: serde_json::Value =
+                serde_json::from_slice(&index).map_err(|e| anyhow!("malformed index.json: {e}"))?;
+            let entries = v
+                .get("manifests")
+                .and_then(|m| m.as_array())
+                .cloned()
+                .unwrap_or_default();
+            let name = |e: &serde_json::Value| {
+                e.pointer("/annotations/org.opencontainers.image.ref.name")
+                    .and_then(|n| n.as_str())
+                    .unwrap_or("")
+                    .to_string()
+            };
+            let pick = if reference.is_empty() {
+                match entries.as_slice() {
+                    [only] => Some(only.clone()),
+                    _ => bail!(
+                        "the layout holds {} images; name one with oci:DIR:TAG",
+                        entries.len()
+                    ),
+                }
+            } else {
+                entries.iter().find(|e| name(e) == reference).cloned()
+            };
+            let Some(e) = pick else {
+                bail!("tag {reference:?} not found in the layout's index.json");
+            };
+            let d = e.get("digest").and_then(|d| d.as_str()).unwrap_or("");
+            let mt = e
+                .get("mediaType")
+                .and_then(|d| d.as_str())
+                .map(str::to_string);
+            let bytes = read_limited(
+                std::fs::File::open(self.blob_path(d)?)
+                    .map_err(|e| anyhow!("manifest {d}: {e}"))?,
+                limit,
+                "manifest",
+            )?;
+            return Ok(Fetched {
+                bytes,
+                content_type: mt,
+                digest: Some(d.to_string()),
+            });
+        };
+        let bytes = read_limited(
+            std::fs::File::open(self.blob_path(&digest)?)
+                .map_err(|e| anyhow!("manifest {digest}: {e}"))?,
+            limit,
+            "manifest",
+        )?;
+        Ok(Fetched {
+            bytes,
+            content_type: None,
+            digest: None,
+        })
+    }
+
+    fn blob(&mut self, digest: &str) -> Result<Box<dyn Read + Send>> {
+        let p = self.blob_path(digest)?;
+        Ok(Box::new(
+            std::fs::File::open(&p).map_err(|e| anyhow!("blob {digest}: {e}"))?,
+        ))
+    }
+}
