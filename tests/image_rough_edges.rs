@@ -1,0 +1,170 @@
+//! What a new user hit, each as the user reported it, against the real binary: `generate
+//! dockerfile .` and its quoting, and the `scratch` note against docs/deployment.md.
+
+use crate::common;
+use crate::image_build::catalog;
+
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::Command;
+
+/// Runs `opreg ARGS` in `cwd`, under `umask` when given: (exit code, stdout, stderr).
+fn run_in(cwd: &Path, umask: Option<u32>, args: &[&str]) -> (i32, String, String) {
+    let mut c = Command::new(common::bin());
+    c.args(args)
+        .current_dir(cwd)
+        .env_remove("SOURCE_DATE_EPOCH");
+    if let Some(mask) = umask {
+        // SAFETY: umask is async-signal-safe and touches nothing but the child's own mask.
+        unsafe {
+            c.pre_exec(move || {
+                libc::umask(mask as libc::mode_t);
+                Ok(())
+            });
+        }
+    }
+    let out = c.output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).to_string(),
+        String::from_utf8_lossy(&out.stderr).to_string(),
+    )
+}
+
+fn one_error_line(stderr: &str) {
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(stderr.starts_with("error: "), "{stderr}");
+}
+
+#[test]
+fn generate_dockerfile_dot_writes_beside_the_catalog() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cat = catalog(tmp.path());
+    let (code, _, stderr) = run_in(&cat, None, &["generate", "dockerfile", "."]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        !cat.join("..Dockerfile").exists(),
+        "written inside the catalog"
+    );
+    let text = std::fs::read_to_string(tmp.path().join("catalog.Dockerfile")).unwrap();
+    assert!(text.contains("\nADD catalog /configs\n"), "{text}");
+    // The catalog holds nothing new: it is still valid.
+    let (code, _, stderr) = run_in(&cat, None, &["validate", "."]);
+    assert_eq!(code, 0, "{stderr}");
+
+    // `..` is the directory it names too.
+    let tmp = tempfile::tempdir().unwrap();
+    let cat = catalog(tmp.path());
+    let (code, _, stderr) = run_in(&cat.join("etcd"), None, &["generate", "dockerfile", ".."]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(tmp.path().join("catalog.Dockerfile").is_file());
+    assert!(!cat.join("...Dockerfile").exists());
+}
+
+#[test]
+fn generate_dockerfile_quotes_labels_and_refuses_control_characters() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cat = catalog(tmp.path());
+    let dir = cat.to_str().unwrap();
+    let (code, _, stderr) = common::opreg(&[
+        "generate",
+        "dockerfile",
+        dir,
+        "-l",
+        "c=q\"uote",
+        "-l",
+        "d=back\\slash",
+        "-l",
+        "e=$HOME",
+        "-l",
+        "k\"ey=v",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let path = tmp.path().join("catalog.Dockerfile");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let labels: Vec<&str> = text.lines().filter(|l| l.starts_with("LABEL \"")).collect();
+    assert_eq!(
+        labels,
+        [
+            r#"LABEL "c"="q\"uote""#,
+            r#"LABEL "d"="back\\slash""#,
+            r#"LABEL "e"="\$HOME""#,
+            r#"LABEL "k\"ey"="v""#,
+        ],
+        "{text}"
+    );
+    std::fs::remove_file(&path).unwrap();
+
+    // A newline would be an instruction of its own: refused, in one line, and nothing written.
+    for (flag, value) in [
+        ("-l", "x=a\nRUN rm -rf /"),
+        ("-l", "x\r=a"),
+        ("-l", "x=a\tb"),
+        ("-i", "img:1\nRUN rm -rf /"),
+        ("-b", "img:1\nRUN rm -rf /"),
+    ] {
+        let (code, _, stderr) = common::opreg(&["generate", "dockerfile", dir, flag, value]);
+        assert_eq!(code, 1, "{flag} {value:?}: {stderr}");
+        one_error_line(&stderr);
+        assert!(stderr.contains("control character"), "{stderr}");
+        assert!(!path.exists(), "{flag} {value:?}");
+    }
+    // An empty key is no label.
+    let (code, _, stderr) = common::opreg(&["generate", "dockerfile", dir, "-l", "=x"]);
+    assert_eq!(code, 1, "{stderr}");
+    one_error_line(&stderr);
+    assert!(stderr.contains("\"=x\""), "{stderr}");
+    assert!(!path.exists());
+}
+
+/// The `scratch` Dockerfile's note and docs/deployment.md say the same about OLM's
+/// extractContent: name `catalogDir` only. `cacheDir` would hand OLM's opm the cache the image
+/// carries, which is opreg's database: the file the container smoke checks the catalog image
+/// for (scripts/container-smoke.sh), and which opm cannot read.
+#[test]
+fn the_scratch_note_and_the_deployment_doc_agree() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cat = catalog(tmp.path());
+    let (code, _, stderr) = common::opreg(&[
+        "generate",
+        "dockerfile",
+        cat.to_str().unwrap(),
+        "-i",
+        "scratch",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    let text = std::fs::read_to_string(tmp.path().join("catalog.Dockerfile")).unwrap();
+    let note: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("# OLMv0 CatalogSources"))
+        .take_while(|l| l.starts_with('#'))
+        .collect();
+    assert!(note.contains(&"#       catalogDir: /configs"), "{text}");
+    assert!(
+        !note
+            .iter()
+            .any(|l| l.trim_start_matches('#').trim().starts_with("cacheDir:")),
+        "the note sets cacheDir: {text}"
+    );
+    assert!(note.iter().any(|l| l.contains("not cacheDir")), "{text}");
+
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let doc = std::fs::read_to_string(root.join("docs/deployment.md")).unwrap();
+    let doc = doc.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        doc.contains("naming only `catalogDir: /configs` (not `cacheDir`"),
+        "docs/deployment.md"
+    );
+    assert!(!doc.contains("cacheDir: /tmp/cache"), "docs/deployment.md");
+    // What the smoke finds in /tmp/cache is opreg's database.
+    let smoke = std::fs::read_to_string(root.join("scripts/container-smoke.sh")).unwrap();
+    let db = opreg::serve::cache::CACHE_DB;
+    assert!(
+        smoke.contains(&format!("tmp/cache/{db}")),
+        "container-smoke.sh"
+    );
+    assert!(
+        text.contains("COPY --from=builder /tmp/cache /tmp/cache"),
+        "{text}"
+    );
+}
