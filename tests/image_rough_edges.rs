@@ -1,9 +1,12 @@
 //! What a new user hit, each as the user reported it, against the real binary: `generate
-//! dockerfile .` and its quoting, and the `scratch` note against docs/deployment.md.
+//! dockerfile .` and its quoting, the `scratch` note against docs/deployment.md, and `oci:`
+//! references as skopeo reads them (skopeo reads the layouts back).
 
 use crate::common;
-use crate::image_build::catalog;
+use crate::image_build::{base_layout, catalog, opreg_labels};
+use crate::registry_support::sha;
 
+use serde_json::Value;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::Command;
@@ -34,6 +37,37 @@ fn run_in(cwd: &Path, umask: Option<u32>, args: &[&str]) -> (i32, String, String
 fn one_error_line(stderr: &str) {
     assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
     assert!(stderr.starts_with("error: "), "{stderr}");
+}
+
+fn skopeo(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new("skopeo")
+        .args(args)
+        .output()
+        .expect("run skopeo");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).to_string(),
+        String::from_utf8_lossy(&out.stderr).to_string(),
+    )
+}
+
+/// `index.json`'s entries as (digest, name), in order.
+fn entries(layout: &Path) -> Vec<(String, Option<String>)> {
+    let idx: Value =
+        serde_json::from_slice(&std::fs::read(layout.join("index.json")).unwrap()).unwrap();
+    idx["manifests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["digest"].as_str().unwrap().to_string(),
+                m["annotations"]["org.opencontainers.image.ref.name"]
+                    .as_str()
+                    .map(str::to_string),
+            )
+        })
+        .collect()
 }
 
 #[test]
@@ -167,4 +201,53 @@ fn the_scratch_note_and_the_deployment_doc_agree() {
         text.contains("COPY --from=builder /tmp/cache /tmp/cache"),
         "{text}"
     );
+}
+
+#[test]
+fn oci_targets_are_read_as_skopeo_reads_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cat = catalog(tmp.path());
+    let base = base_layout(&tmp.path().join("base"), &opreg_labels());
+    let build_in = |target: &str| {
+        run_in(
+            tmp.path(),
+            None,
+            &[
+                "image",
+                "build",
+                cat.to_str().unwrap(),
+                "--base",
+                &base,
+                "-t",
+                target,
+            ],
+        )
+    };
+    // A name with a slash: directory `tt`, tag `a/b`, where skopeo finds it.
+    let (code, digest, stderr) = build_in("oci:tt:a/b");
+    assert_eq!(code, 0, "{stderr}");
+    assert!(!tmp.path().join("tt:a").exists());
+    let (code, raw, e) = skopeo(&[
+        "inspect",
+        "--raw",
+        &format!("oci:{}/tt:a/b", tmp.path().display()),
+    ]);
+    assert_eq!(code, 0, "{e}");
+    assert_eq!(sha(raw.as_bytes()), digest.trim());
+    // Nothing after the colon, and a tag that is not one: refused, naming the reference.
+    for bad in [
+        "oci:tt:",
+        "oci:uu:",
+        "oci:uu:bad tag",
+        "oci:uu:-x",
+        "oci:uu:@0",
+    ] {
+        let (code, _, stderr) = build_in(bad);
+        assert_eq!(code, 2, "{bad}: {stderr}");
+        one_error_line(&stderr);
+        assert!(stderr.contains(&format!("{bad:?}")), "{stderr}");
+    }
+    assert!(!tmp.path().join("tt:").exists());
+    assert!(!tmp.path().join("uu").exists() && !tmp.path().join("uu:").exists());
+    assert_eq!(entries(&tmp.path().join("tt")).len(), 1);
 }
