@@ -1,12 +1,14 @@
 //! What a new user hit, each as the user reported it, against the real binary: `generate
-//! dockerfile .` and its quoting, the `scratch` note against docs/deployment.md, and `oci:`
-//! references as skopeo reads them (skopeo reads the layouts back).
+//! dockerfile .` and its quoting, the `scratch` note against docs/deployment.md, `oci:`
+//! references as skopeo reads them, an untagged layout target beside tags, and the layout's
+//! file modes (skopeo reads the layouts back where it helps).
 
 use crate::common;
-use crate::image_build::{base_layout, catalog, opreg_labels};
+use crate::image_build::{base_layout, build, catalog, opreg_labels};
 use crate::registry_support::sha;
 
 use serde_json::Value;
+use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::Command;
@@ -250,4 +252,80 @@ fn oci_targets_are_read_as_skopeo_reads_them() {
     assert!(!tmp.path().join("tt:").exists());
     assert!(!tmp.path().join("uu").exists() && !tmp.path().join("uu:").exists());
     assert_eq!(entries(&tmp.path().join("tt")).len(), 1);
+}
+
+#[test]
+fn an_untagged_layout_target_keeps_the_tags() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cat = catalog(tmp.path());
+    let base = base_layout(&tmp.path().join("base"), &opreg_labels());
+    let layout = tmp.path().join("L");
+    let tagged = format!("oci:{}:v1", layout.display());
+    let untagged = format!("oci:{}", layout.display());
+    let mut digests = Vec::new();
+    for t in [&tagged, &untagged] {
+        let (code, digest, stderr) =
+            build(&[cat.to_str().unwrap(), "--base", &base, "-t", t], None);
+        assert_eq!(code, 0, "{stderr}");
+        digests.push(digest);
+    }
+    assert_eq!(digests[0], digests[1], "the same build");
+    let d = &digests[0];
+    let (code, out, stderr) = common::opreg(&["list", "packages", &tagged]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(out.contains("etcd"), "{out}");
+
+    // skopeo, writing the same image to a layout the same two ways, lists the same entries.
+    let copied = tmp.path().join("S");
+    for to in [
+        format!("oci:{}:v1", copied.display()),
+        format!("oci:{}", copied.display()),
+    ] {
+        let (code, _, e) = skopeo(&["copy", "-q", "--preserve-digests", &tagged, &to]);
+        assert_eq!(code, 0, "{e}");
+    }
+    let want = vec![(d.clone(), Some("v1".to_string())), (d.clone(), None)];
+    assert_eq!(entries(&copied), want, "skopeo");
+    assert_eq!(entries(&layout), want);
+    // A second untagged build replaces the untagged entry only.
+    let (code, _, stderr) = build(
+        &[cat.to_str().unwrap(), "--base", &base, "-t", &untagged],
+        None,
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(entries(&layout), want);
+}
+
+#[test]
+fn layouts_are_written_as_the_umask_allows() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cat = catalog(tmp.path());
+    let base = base_layout(&tmp.path().join("base"), &opreg_labels());
+    for (mask, want) in [(0o022, 0o644), (0o077, 0o600)] {
+        let layout = tmp.path().join(format!("L{mask:o}"));
+        let t = format!("oci:{}:v1", layout.display());
+        let (code, _, stderr) = run_in(
+            tmp.path(),
+            Some(mask),
+            &[
+                "image",
+                "build",
+                cat.to_str().unwrap(),
+                "--base",
+                &base,
+                "-t",
+                &t,
+            ],
+        );
+        assert_eq!(code, 0, "{stderr}");
+        let mut files = vec![layout.join("index.json"), layout.join("oci-layout")];
+        for e in std::fs::read_dir(layout.join("blobs/sha256")).unwrap() {
+            files.push(e.unwrap().path());
+        }
+        assert!(files.len() > 5, "{files:?}");
+        for f in files {
+            let mode = std::fs::metadata(&f).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, want, "{} under umask {mask:03o}", f.display());
+        }
+    }
 }
