@@ -1,11 +1,12 @@
-//! What a new user hit, each as the user reported it, against the real binary: `generate
-//! dockerfile .` and its quoting, the `scratch` note against docs/deployment.md, `oci:`
-//! references as skopeo reads them, an untagged layout target beside tags, and the layout's
-//! file modes (skopeo reads the layouts back where it helps).
+//! What a new user hit building images, each as the user reported it, against the real binary:
+//! `generate dockerfile .` and its quoting, the `scratch` note against docs/deployment.md, an
+//! untagged layout target beside tags, the layout's file modes, a platform given twice,
+//! `image build -q`, a dry run's `--digest-file`, and `oci:` references as skopeo reads them
+//! (skopeo reads the layouts back where it helps).
 
 use crate::common;
-use crate::image_build::{base_layout, build, catalog, opreg_labels};
-use crate::registry_support::sha;
+use crate::image_build::{base_layout, build, catalog, json_blob, multi_arch_base, opreg_labels};
+use crate::registry_support::{sha, Registry};
 
 use serde_json::Value;
 use std::os::unix::fs::PermissionsExt;
@@ -328,4 +329,176 @@ fn layouts_are_written_as_the_umask_allows() {
             assert_eq!(mode, want, "{} under umask {mask:03o}", f.display());
         }
     }
+}
+
+#[test]
+fn image_build_refuses_an_empty_label_key() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cat = catalog(tmp.path());
+    let base = base_layout(&tmp.path().join("base"), &opreg_labels());
+    let out = tmp.path().join("out");
+    let t = format!("oci:{}:v1", out.display());
+    let args = [cat.to_str().unwrap(), "--base", &base, "-t", &t, "--label"];
+    let (code, _, stderr) = build(&[&args[..], &["=x"]].concat(), None);
+    assert_eq!(code, 2, "{stderr}");
+    one_error_line(&stderr);
+    assert!(stderr.contains("--label =x"), "{stderr}");
+    assert!(!out.exists());
+    // A key with an empty value is a label.
+    let (code, _, stderr) = build(&[&args[..], &["k="]].concat(), None);
+    assert_eq!(code, 0, "{stderr}");
+}
+
+#[test]
+fn a_platform_given_twice_is_kept_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cat = catalog(tmp.path());
+    let base = multi_arch_base(&tmp.path().join("base"));
+    let out = tmp.path().join("out");
+    let t = format!("oci:{}:amd", out.display());
+    for platforms in [
+        "linux/amd64,linux/amd64",
+        "linux/amd64,linux/arm64,linux/amd64",
+    ] {
+        let (code, digest, stderr) = build(
+            &[
+                cat.to_str().unwrap(),
+                "--base",
+                &base,
+                "--platform",
+                platforms,
+                "-t",
+                &t,
+            ],
+            None,
+        );
+        assert_eq!(code, 0, "{stderr}");
+        let idx = json_blob(&out, &digest);
+        let archs: Vec<&str> = idx["manifests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["platform"]["architecture"].as_str().unwrap())
+            .collect();
+        let mut want: Vec<&str> = Vec::new();
+        for p in platforms.split(',') {
+            if !want.contains(&&p["linux/".len()..]) {
+                want.push(&p["linux/".len()..]);
+            }
+        }
+        assert_eq!(archs, want, "{platforms}");
+    }
+}
+
+#[test]
+fn a_quiet_build_prints_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cat = catalog(tmp.path());
+    let base = base_layout(&tmp.path().join("base"), &opreg_labels());
+    let out = tmp.path().join("out");
+    let t = format!("oci:{}:v1", out.display());
+    let file = tmp.path().join("digest");
+    let f = file.to_str().unwrap();
+    let (code, stdout, stderr) = build(
+        &[
+            cat.to_str().unwrap(),
+            "--base",
+            &base,
+            "-t",
+            &t,
+            "-q",
+            "--digest-file",
+            f,
+        ],
+        None,
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!((stdout.as_str(), stderr.as_str()), ("", ""));
+    let digest = std::fs::read_to_string(&file).unwrap();
+    assert!(digest.starts_with("sha256:"), "{digest}");
+    let (code, _, e) = skopeo(&["inspect", "--raw", &t]);
+    assert_eq!(code, 0, "{e}");
+}
+
+#[test]
+fn a_dry_run_writes_no_digest_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cat = catalog(tmp.path());
+    let base = base_layout(&tmp.path().join("base"), &opreg_labels());
+    // Nothing listens there: nothing is sent.
+    let r = format!("127.0.0.1:{}/cat/alog:v1", common::free_port());
+    let file = tmp.path().join("digest");
+    let f = file.to_str().unwrap();
+    for quiet in [false, true] {
+        let mut args = vec![
+            cat.to_str().unwrap(),
+            "--base",
+            &base,
+            "-t",
+            &r,
+            "--digest-file",
+            f,
+        ];
+        if quiet {
+            args.push("-q");
+        }
+        let (code, _, stderr) = build(&args, None);
+        assert_eq!(code, 0, "a dry run succeeds: {stderr}");
+        assert!(
+            !file.exists(),
+            "nothing was pushed, yet the digest file says so"
+        );
+        let warning: Vec<&str> = stderr
+            .lines()
+            .filter(|l| l.contains("--digest-file"))
+            .collect();
+        assert_eq!(warning.len(), 1, "{stderr}");
+        assert!(warning[0].contains("not written"), "{stderr}");
+        assert!(warning[0].contains(f), "{stderr}");
+    }
+    // With a layout target beside it, the image was written somewhere: the file is written.
+    let t = format!("oci:{}:v1", tmp.path().join("out").display());
+    let (code, digest, stderr) = build(
+        &[
+            cat.to_str().unwrap(),
+            "--base",
+            &base,
+            "-t",
+            &r,
+            "-t",
+            &t,
+            "--digest-file",
+            f,
+        ],
+        None,
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap().trim(), digest);
+}
+
+#[test]
+fn a_quiet_push_prints_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cat = catalog(tmp.path());
+    let base = base_layout(&tmp.path().join("base"), &opreg_labels());
+    let t = format!("oci:{}:v1", tmp.path().join("out").display());
+    let (code, digest, stderr) = build(&[cat.to_str().unwrap(), "--base", &base, "-t", &t], None);
+    assert_eq!(code, 0, "{stderr}");
+    let reg = Registry::http();
+    let to = format!("{}/cat/alog:v1", reg.host());
+    let file = tmp.path().join("digest");
+    let f = file.to_str().unwrap();
+    let (code, stdout, stderr) = common::opreg(&[
+        "image",
+        "push",
+        &t,
+        &to,
+        "--use-http",
+        "-q",
+        "--digest-file",
+        f,
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!((stdout.as_str(), stderr.as_str()), ("", ""));
+    assert_eq!(std::fs::read_to_string(&file).unwrap().trim(), digest);
 }
