@@ -38,6 +38,7 @@ mod idle_trim;
 mod image_build;
 mod image_pulls;
 mod image_push;
+mod image_rough_edges;
 mod image_sources;
 mod ingest;
 mod init_cli;

@@ -42,14 +42,14 @@ properties:
 "#;
 
 /// A small valid FBC tree under `dir/catalog`.
-fn catalog(dir: &Path) -> PathBuf {
+pub fn catalog(dir: &Path) -> PathBuf {
     let c = dir.join("catalog");
     std::fs::create_dir_all(c.join("etcd")).unwrap();
     std::fs::write(c.join("etcd/index.yaml"), PACKAGE).unwrap();
     c
 }
 
-fn opreg_labels() -> Vec<(String, String)> {
+pub fn opreg_labels() -> Vec<(String, String)> {
     vec![
         ("io.opreg.version".into(), env!("CARGO_PKG_VERSION").into()),
         (
@@ -60,7 +60,7 @@ fn opreg_labels() -> Vec<(String, String)> {
 }
 
 /// A base image with a stale /configs and /tmp/cache of its own, as an OCI layout.
-fn base_layout(dir: &Path, labels: &[(String, String)]) -> String {
+pub fn base_layout(dir: &Path, labels: &[(String, String)]) -> String {
     let l: Vec<(&str, &str)> = labels
         .iter()
         .map(|(k, v)| (k.as_str(), v.as_str()))
@@ -79,7 +79,7 @@ fn base_layout(dir: &Path, labels: &[(String, String)]) -> String {
     format!("oci:{}:v1", dir.display())
 }
 
-fn build(args: &[&str], epoch: Option<&str>) -> (i32, String, String) {
+pub fn build(args: &[&str], epoch: Option<&str>) -> (i32, String, String) {
     let mut c = Command::new(common::bin());
     c.arg("image").arg("build").args(args);
     match epoch {
@@ -94,16 +94,16 @@ fn build(args: &[&str], epoch: Option<&str>) -> (i32, String, String) {
     )
 }
 
-fn blob(layout: &Path, digest: &str) -> Vec<u8> {
+pub fn blob(layout: &Path, digest: &str) -> Vec<u8> {
     std::fs::read(layout.join("blobs/sha256").join(&digest[7..])).unwrap()
 }
 
-fn json_blob(layout: &Path, digest: &str) -> Value {
+pub fn json_blob(layout: &Path, digest: &str) -> Value {
     serde_json::from_slice(&blob(layout, digest)).unwrap()
 }
 
 /// The digest `index.json` names for `tag`.
-fn tagged(layout: &Path, tag: &str) -> String {
+pub fn tagged(layout: &Path, tag: &str) -> String {
     let idx: Value =
         serde_json::from_slice(&std::fs::read(layout.join("index.json")).unwrap()).unwrap();
     idx["manifests"]
@@ -276,11 +276,9 @@ fn a_foreign_base_gets_configs_only() {
     assert!(stdout.contains("etcd"), "{stdout}");
 }
 
-#[test]
-fn a_multi_arch_base_gives_a_multi_arch_catalog() {
-    let tmp = tempfile::tempdir().unwrap();
-    let cat = catalog(tmp.path());
-    let dir = tmp.path().join("base");
+/// An opreg base for linux/amd64 and linux/arm64 (and an attestation entry) as the layout
+/// `dir`, tagged `multi`; returns its reference.
+pub fn multi_arch_base(dir: &Path) -> String {
     let labels = opreg_labels();
     let l: Vec<(&str, &str)> = labels
         .iter()
@@ -288,8 +286,8 @@ fn a_multi_arch_base_gives_a_multi_arch_catalog() {
         .collect();
     let amd = Image::new(&l).layer(&[Entry::File("amd".into(), b"1".to_vec())]);
     let arm = Image::new(&l).layer(&[Entry::File("arm".into(), b"2".to_vec())]);
-    arm.write_layout(&dir, "arm");
-    amd.write_layout(&dir, "amd");
+    arm.write_layout(dir, "arm");
+    amd.write_layout(dir, "amd");
     let entry = |img: &Image, arch: &str| {
         let m = img.manifest();
         serde_json::json!({"mediaType": img.media_type(), "digest": sha(&m), "size": m.len(),
@@ -309,7 +307,14 @@ fn a_multi_arch_base_gives_a_multi_arch_catalog() {
         "mediaType": registry_support::OCI_INDEX, "digest": sha(index.as_bytes()), "size": index.len(),
         "annotations": {"org.opencontainers.image.ref.name": "multi"}}]});
     std::fs::write(dir.join("index.json"), top.to_string()).unwrap();
-    let base = format!("oci:{}:multi", dir.display());
+    format!("oci:{}:multi", dir.display())
+}
+
+#[test]
+fn a_multi_arch_base_gives_a_multi_arch_catalog() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cat = catalog(tmp.path());
+    let base = multi_arch_base(&tmp.path().join("base"));
 
     let out = tmp.path().join("out");
     let t = format!("oci:{}:all", out.display());

@@ -17,7 +17,9 @@ pub enum GenerateCommand {
     ///
     /// The Dockerfile pre-builds the cache in a builder stage and copies /configs and
     /// /tmp/cache into the base. An existing DIR.Dockerfile is never replaced. A `scratch` base
-    /// gets no Entrypoint (binary-less catalogs); the builder cannot be `scratch`.
+    /// gets no Entrypoint (binary-less catalogs); the builder cannot be `scratch`. DIR may be `.`
+    /// or `..`: the Dockerfile goes beside the directory they name. Label keys and values are
+    /// quoted; an empty key, or a control character in a label or an image, is refused.
     Dockerfile(DockerfileArgs),
 }
 

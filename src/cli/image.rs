@@ -25,15 +25,18 @@ pub enum ImageCommand {
     /// Without --base the image is complete by itself: this opreg binary (which must be
     /// statically linked), linked as opm and grpc_health_probe, run as a non-root user.
     ///
-    /// Targets: `oci:DIR[:TAG]` writes an OCI image layout; a registry reference is pushed with
-    /// --push, and without it nothing is written (what would be pushed is printed).
+    /// Targets: `oci:DIR[:TAG]` writes an OCI image layout (DIR ends at the first colon, as
+    /// skopeo reads it; an untagged target keeps the layout's tags); a registry reference is
+    /// pushed with --push. Without --push a registry target is a dry run: nothing is sent, what
+    /// would be pushed is printed, no --digest-file is written (a warning says so), and the exit
+    /// code is 0.
     Build(BuildArgs),
     /// Push the image of an OCI layout to a registry.
     ///
     /// Blobs the registry has are not sent again, large ones go in chunks, a request answered
     /// 429 or 5xx is tried again (after the registry's Retry-After), and the manifest goes
     /// last, so a failed push leaves no tag pointing at missing content. Credentials come from
-    /// the same files as for pulls. Prints the digest.
+    /// the same files as for pulls. Prints the digest (not with -q).
     Push(PushArgs),
 }
 
@@ -48,7 +51,7 @@ pub struct PushArgs {
     /// Write the pushed digest to this file.
     #[arg(long, value_name = "FILE")]
     pub digest_file: Option<PathBuf>,
-    /// Print only errors.
+    /// Print nothing on success, not even the digest (--digest-file writes it); only errors.
     #[arg(short, long)]
     pub quiet: bool,
     #[command(flatten)]
@@ -73,11 +76,11 @@ pub struct BuildArgs {
         value_delimiter = ','
     )]
     pub platforms: Vec<String>,
-    /// Push registry targets (without it, a registry target writes nothing and says what
-    /// would be pushed).
+    /// Push registry targets (without it, a registry target is a dry run: it sends nothing,
+    /// says what would be pushed, writes no --digest-file and exits 0).
     #[arg(long)]
     pub push: bool,
-    /// An extra label, KEY=VALUE (repeatable; applied last).
+    /// An extra label, KEY=VALUE, KEY not empty (repeatable; applied last).
     #[arg(long = "label", value_name = "KEY=VALUE")]
     pub labels: Vec<String>,
     /// Where the FBC goes in the image.
@@ -86,13 +89,14 @@ pub struct BuildArgs {
     /// Where the pre-built cache goes in the image.
     #[arg(long, default_value = "/tmp/cache", value_name = "PATH")]
     pub cache_path: String,
-    /// Write the image's digest to this file.
+    /// Write the image's digest to this file (only when a target was written or pushed).
     #[arg(long, value_name = "FILE")]
     pub digest_file: Option<PathBuf>,
     /// Every timestamp in the image [default: 0, the epoch].
     #[arg(long, env = "SOURCE_DATE_EPOCH", value_name = "SECONDS")]
     pub source_date_epoch: Option<u64>,
-    /// Print only errors.
+    /// Print nothing on success, not even the digest (--digest-file writes it); only errors,
+    /// and the warning that a dry run wrote no --digest-file.
     #[arg(short, long)]
     pub quiet: bool,
     #[command(flatten)]
@@ -155,7 +159,7 @@ fn run_push(a: PushArgs) -> i32 {
             if !a.quiet {
                 pushed(&r, &p);
             }
-            finish(&p.digest, a.digest_file.as_deref())
+            finish(&p.digest, a.digest_file.as_deref(), a.quiet)
         }
         Err(e) => super::fail(e),
     }
@@ -168,15 +172,15 @@ fn pushed(r: &crate::image::reference::Reference, p: &crate::image::push::Pushed
     ));
 }
 
-/// Writes `--digest-file` and prints the digest.
-fn finish(digest: &str, digest_file: Option<&std::path::Path>) -> i32 {
+/// Writes `--digest-file` and prints the digest (unless `quiet`).
+fn finish(digest: &str, digest_file: Option<&std::path::Path>, quiet: bool) -> i32 {
     if let Some(f) = digest_file {
         if let Err(e) = std::fs::write(f, format!("{digest}\n")) {
             output::error(format_args!("--digest-file {}: {e}", f.display()));
             return super::EXIT_FAILURE;
         }
     }
-    if output::out(&format!("{digest}\n")).is_err() {
+    if !quiet && output::out(&format!("{digest}\n")).is_err() {
         return super::EXIT_FAILURE;
     }
     super::EXIT_OK
@@ -207,11 +211,7 @@ fn run_build(a: BuildArgs) -> i32 {
         let labels = a
             .labels
             .iter()
-            .map(|l| {
-                l.split_once('=')
-                    .map(|(k, v)| (k.to_string(), v.to_string()))
-                    .ok_or_else(|| Error::Usage(format!("--label {l}: expected KEY=VALUE")))
-            })
+            .map(|l| build::parse_label(l))
             .collect::<Result<Vec<_>, _>>()?;
         Ok((targets, platforms, labels))
     })();
@@ -245,16 +245,23 @@ fn run_build(a: BuildArgs) -> i32 {
         Err(e) => return fail(e),
     };
     let digest = &staged.image.top.digest;
-    for w in &written {
-        output::status(format_args!("wrote {w} {digest}"));
+    if !a.quiet {
+        for w in &written {
+            output::status(format_args!("wrote {w} {digest}"));
+        }
     }
+    let mut pushed_any = false;
     if a.push {
         match build::push_registries(&staged, &targets, &opts, a.image.chunk_size) {
-            Ok(all) if !a.quiet => all.iter().for_each(|(r, p)| pushed(r, p)),
-            Ok(_) => {}
+            Ok(all) => {
+                pushed_any = !all.is_empty();
+                if !a.quiet {
+                    all.iter().for_each(|(r, p)| pushed(r, p));
+                }
+            }
             Err(e) => return fail(e),
         }
-    } else {
+    } else if !a.quiet {
         for t in &targets {
             if let Target::Registry(r) = t {
                 let bytes: u64 = staged.image.blobs.iter().map(|b| b.1).sum();
@@ -266,5 +273,16 @@ fn run_build(a: BuildArgs) -> i32 {
             }
         }
     }
-    finish(digest, a.digest_file.as_deref())
+    let digest_file = match a.digest_file.as_deref() {
+        // A dry run: no digest file says an image went somewhere it did not.
+        Some(f) if written.is_empty() && !pushed_any => {
+            output::warning(format_args!(
+                "--digest-file {}: not written, as nothing was written or pushed (pass --push to push)",
+                f.display()
+            ));
+            None
+        }
+        f => f,
+    };
+    finish(digest, digest_file, a.quiet)
 }

@@ -1,11 +1,16 @@
 //! The Dockerfile `opm generate dockerfile` writes for an FBC directory, byte for byte for the
 //! same flags, with opreg's image as the default base and builder: a builder stage that
 //! pre-builds the cache with `serve --cache-only`, then the base with `/configs`, the cache,
-//! `Entrypoint`/`Cmd` (not for a `scratch` base, which gets opm's note on binary-less catalogs
+//! `Entrypoint`/`Cmd` (not for a `scratch` base, which gets a note on binary-less catalogs
 //! instead), the configs label and any extra labels, sorted by key.
+//!
+//! Unlike opm, label keys and values are quoted as Dockerfile words (`\`, `"` and `$`
+//! escaped), and control characters in a label or an image are refused: a newline would start
+//! a Dockerfile instruction of its own. A directory given as `.` or `..` is resolved to its
+//! name first, so that the Dockerfile lands beside it, never inside the catalog.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 /// opreg's published image: the default base and builder.
 pub const DEFAULT_IMAGE: &str = "quay.io/opreg/opreg:latest";
@@ -26,8 +31,14 @@ pub struct DockerfileOptions {
 pub enum DockerfileError {
     #[error("invalid builder image: \"scratch\"")]
     ScratchBuilder,
-    #[error("invalid label {0:?}")]
+    #[error("invalid label {0:?}: expected KEY=VALUE")]
     Label(String),
+    #[error("invalid label {0:?}: the key is empty")]
+    EmptyLabelKey(String),
+    #[error("invalid {0} {1:?}: it holds a control character")]
+    ControlCharacter(&'static str, String),
+    #[error("{0:?} has no name to write NAME.Dockerfile beside it")]
+    NoName(PathBuf),
     #[error("path {0:?}: file already exists")]
     Exists(PathBuf),
     #[error("provided root path {0:?} is not a directory")]
@@ -35,6 +46,12 @@ pub enum DockerfileError {
     #[error("{}: {}", .0.display(), .1)]
     Io(PathBuf, std::io::Error),
 }
+
+/// What a `scratch` base's Dockerfile says instead of `Entrypoint`/`Cmd`: opm's note, naming
+/// only `catalogDir`. OLM's extractContent copies `cacheDir` for its own opm to serve with, and
+/// the cache this Dockerfile builds is opreg's database, which opm cannot read; without
+/// `cacheDir`, OLM's opm builds its own cache from `/configs` at start-up.
+pub const SCRATCH_NOTE: &str = "# OLMv0 CatalogSources that use binary-less images must set:\n# spec:\n#   grpcPodConfig:\n#     extractContent:\n#       catalogDir: /configs\n# and not cacheDir: /tmp/cache holds opreg's cache, which OLM's opm cannot read.";
 
 /// The Dockerfile's text for an FBC directory named `index_dir` (as it appears beside the
 /// Dockerfile).
@@ -50,7 +67,7 @@ pub fn render(
     if base_image != "scratch" {
         s.push_str("# The base image is expected to contain\n# /bin/opm (with serve subcommand) and /bin/grpc_health_probe\n\n# Configure the entrypoint and command\nENTRYPOINT [\"/bin/opm\"]\nCMD [\"serve\", \"/configs\", \"--cache-dir=/tmp/cache\"]");
     } else {
-        s.push_str("# OLMv0 CatalogSources that use binary-less images must set:\n# spec:\n#   grpcPodConfig:\n#     extractContent:\n#       catalogDir: /configs\n#       cacheDir: /tmp/cache");
+        s.push_str(SCRATCH_NOTE);
     }
     s.push_str(&format!(
         "\n\nCOPY --from=builder /configs /configs\nCOPY --from=builder /tmp/cache /tmp/cache\n\n# Set FBC-specific label for the location of the FBC root directory\n# in the image\nLABEL {}=/configs",
@@ -59,7 +76,7 @@ pub fn render(
     if !labels.is_empty() {
         s.push_str("\n\n# Set other custom labels");
         for (k, v) in labels {
-            s.push_str(&format!("\nLABEL \"{k}\"=\"{v}\""));
+            s.push_str(&format!("\nLABEL \"{}\"=\"{}\"", quoted(k), quoted(v)));
         }
     }
     s.push('\n');
@@ -71,18 +88,20 @@ pub fn generate(opts: &DockerfileOptions) -> Result<PathBuf, DockerfileError> {
     if opts.builder_image == "scratch" {
         return Err(DockerfileError::ScratchBuilder);
     }
-    let mut labels = BTreeMap::new();
-    for l in &opts.extra_labels {
-        let (k, v) = l
-            .split_once('=')
-            .ok_or_else(|| DockerfileError::Label(l.clone()))?;
-        labels.insert(k.to_string(), v.to_string());
+    for (what, image) in [
+        ("base image", &opts.base_image),
+        ("builder image", &opts.builder_image),
+    ] {
+        if image.chars().any(char::is_control) {
+            return Err(DockerfileError::ControlCharacter(what, image.clone()));
+        }
     }
-    let from = clean(&opts.dir);
+    let labels = parse_labels(&opts.extra_labels)?;
+    let from = named(&clean(&opts.dir))?;
     let name = from
         .file_name()
         .map(|n| n.to_string_lossy().to_string())
-        .unwrap_or_else(|| from.to_string_lossy().to_string());
+        .ok_or_else(|| DockerfileError::NoName(opts.dir.clone()))?;
     let path = from.with_file_name(format!("{name}.Dockerfile"));
     match std::fs::metadata(&path) {
         Ok(_) => return Err(DockerfileError::Exists(path)),
@@ -99,6 +118,46 @@ pub fn generate(opts: &DockerfileOptions) -> Result<PathBuf, DockerfileError> {
     let text = render(&name, &opts.base_image, &opts.builder_image, &labels);
     std::fs::write(&path, text).map_err(|e| DockerfileError::Io(path.clone(), e))?;
     Ok(path)
+}
+
+/// `KEY=VALUE` labels; for a key given twice, the last value. An empty key and a control
+/// character are refused.
+fn parse_labels(given: &[String]) -> Result<BTreeMap<String, String>, DockerfileError> {
+    let mut labels = BTreeMap::new();
+    for l in given {
+        let (k, v) = l
+            .split_once('=')
+            .ok_or_else(|| DockerfileError::Label(l.clone()))?;
+        if k.is_empty() {
+            return Err(DockerfileError::EmptyLabelKey(l.clone()));
+        }
+        if l.chars().any(char::is_control) {
+            return Err(DockerfileError::ControlCharacter("label", l.clone()));
+        }
+        labels.insert(k.to_string(), v.to_string());
+    }
+    Ok(labels)
+}
+
+/// A Dockerfile double-quoted word's content: `\`, `"` and `$` (variable expansion) escaped.
+fn quoted(s: &str) -> String {
+    let mut q = String::with_capacity(s.len());
+    for c in s.chars() {
+        if matches!(c, '\\' | '"' | '$') {
+            q.push('\\');
+        }
+        q.push(c);
+    }
+    q
+}
+
+/// The path itself when it ends in a name; `.`, `..` and the like resolved to the absolute
+/// directory they mean.
+fn named(p: &Path) -> Result<PathBuf, DockerfileError> {
+    match p.components().next_back() {
+        Some(Component::Normal(_)) => Ok(p.to_path_buf()),
+        _ => std::fs::canonicalize(p).map_err(|e| DockerfileError::Io(p.to_path_buf(), e)),
+    }
 }
 
 /// `filepath.Clean` for the cases that matter here: trailing slashes and `.` components.

@@ -1,7 +1,9 @@
 //! Writing OCI image layouts (`oci-layout`, `index.json`, `blobs/sha256/HEX`): blobs go in
 //! first, each through a temporary file renamed into place once its digest is checked, and
 //! `index.json` last, rewritten whole by a rename, so that a layout never names a blob it does
-//! not hold. Reading a layout is [`super::registry::Layout`]'s.
+//! not hold. Every file is created `0644` less the umask, as skopeo writes layouts, so that
+//! another user (a container runtime's, say) can read them. Reading a layout is
+//! [`super::registry::Layout`]'s.
 
 use super::cache::Verify;
 use super::manifest::{self, Manifest};
@@ -44,6 +46,18 @@ impl LayoutWriter {
         &self.dir
     }
 
+    /// A temporary file in `dir`, readable by all (less the umask) once renamed into place.
+    fn temp_in(dir: &Path) -> Result<tempfile::NamedTempFile> {
+        use std::os::unix::fs::PermissionsExt;
+        Ok(tempfile::Builder::new()
+            .permissions(std::fs::Permissions::from_mode(0o644))
+            .tempfile_in(dir)?)
+    }
+
+    fn blob_temp(&self) -> Result<tempfile::NamedTempFile> {
+        Self::temp_in(&self.dir.join("blobs/sha256"))
+    }
+
     fn blob_path(&self, digest: &str) -> Result<PathBuf> {
         if !super::reference::is_digest(digest) {
             bail!("unsupported or malformed digest {digest:?}");
@@ -60,7 +74,7 @@ impl LayoutWriter {
     pub fn put(&self, bytes: &[u8]) -> Result<String> {
         let digest = super::cache::digest_of(bytes);
         if !self.has(&digest) {
-            let mut t = tempfile::NamedTempFile::new_in(self.dir.join("blobs/sha256"))?;
+            let mut t = self.blob_temp()?;
             t.write_all(bytes)?;
             t.persist(self.blob_path(&digest)?)?;
         }
@@ -75,7 +89,7 @@ impl LayoutWriter {
             return Ok(());
         }
         if std::fs::rename(file, &dest).is_err() {
-            let mut t = tempfile::NamedTempFile::new_in(self.dir.join("blobs/sha256"))?;
+            let mut t = self.blob_temp()?;
             std::io::copy(&mut std::fs::File::open(file)?, &mut t)?;
             t.persist(&dest)?;
         }
@@ -88,7 +102,7 @@ impl LayoutWriter {
             return Ok(());
         }
         let mut v = Verify::new(src.blob(digest)?, digest, size, None)?;
-        let mut t = tempfile::NamedTempFile::new_in(self.dir.join("blobs/sha256"))?;
+        let mut t = self.blob_temp()?;
         let copied = std::io::copy(&mut v, &mut t);
         v.finish()?;
         copied?;
@@ -96,8 +110,9 @@ impl LayoutWriter {
         Ok(())
     }
 
-    /// Lists `top` in `index.json`, named `tag` when given (an entry of the same name is
-    /// replaced; without a tag, an entry of the same digest). Call it last.
+    /// Lists `top` in `index.json`, named `tag` when given. A named entry replaces the entry of
+    /// that name; an unnamed one replaces an unnamed entry of the same digest, and never an
+    /// entry with a name (as skopeo writes an untagged `oci:DIR`). Call it last.
     pub fn tag(&self, top: &Top, tag: Option<&str>) -> Result<()> {
         let index_path = self.dir.join("index.json");
         let mut index: Value = match std::fs::read(&index_path) {
@@ -122,10 +137,14 @@ impl LayoutWriter {
             Some(t) => {
                 m.pointer("/annotations/org.opencontainers.image.ref.name") != Some(&Value::from(t))
             }
-            None => m.get("digest") != Some(&Value::from(top.digest.as_str())),
+            None => {
+                m.get("digest") != Some(&Value::from(top.digest.as_str()))
+                    || m.pointer("/annotations/org.opencontainers.image.ref.name")
+                        .is_some_and(|n| n.as_str() != Some(""))
+            }
         });
         manifests.push(entry);
-        let mut t = tempfile::NamedTempFile::new_in(&self.dir)?;
+        let mut t = Self::temp_in(&self.dir)?;
         t.write_all(&serde_json::to_vec(&index)?)?;
         t.persist(&index_path)?;
         Ok(())

@@ -58,29 +58,67 @@ impl Reference {
 
 /// Parses `oci:DIR[:TAG]`, or a registry reference.
 pub fn parse_source(s: &str) -> Result<ImageSource, String> {
-    if let Some(rest) = s.strip_prefix("oci:") {
-        if rest.is_empty() {
-            return Err("oci: needs a directory (oci:DIR[:TAG])".into());
-        }
-        // The directory itself may hold a colon: prefer the whole text when it exists.
-        if std::path::Path::new(rest).is_dir() {
-            return Ok(ImageSource::Layout {
-                dir: rest.into(),
-                tag: None,
-            });
-        }
-        return Ok(match rest.rsplit_once(':') {
-            Some((dir, tag)) if !tag.is_empty() && !tag.contains('/') => ImageSource::Layout {
-                dir: dir.into(),
-                tag: Some(tag.to_string()),
-            },
-            _ => ImageSource::Layout {
-                dir: rest.into(),
-                tag: None,
-            },
-        });
+    match s.strip_prefix("oci:") {
+        Some(rest) => parse_layout(rest).map_err(|why| format!("invalid reference {s:?}: {why}")),
+        None => parse(s).map(ImageSource::Registry),
     }
-    parse(s).map(ImageSource::Registry)
+}
+
+/// `DIR[:TAG]` as containers/image's `oci:` transport reads it on Linux (what skopeo and podman
+/// do): the directory ends at the first colon, and what follows names the image, an
+/// `org.opencontainers.image.ref.name` of [`valid_layout_name`]'s grammar. Where upstream reads
+/// `DIR:` as no name and `DIR:@N` as the N-th entry of `index.json`, opreg refuses both: an
+/// empty name is most likely a tag variable left empty, and images are picked by name only.
+fn parse_layout(rest: &str) -> Result<ImageSource, String> {
+    let (dir, name) = match rest.split_once(':') {
+        Some((dir, name)) => (dir, Some(name)),
+        None => (rest, None),
+    };
+    if dir.is_empty() {
+        return Err("no directory (oci:DIR[:TAG])".into());
+    }
+    match name {
+        Some("") => Err("nothing after the colon: name a tag, or leave out the colon".into()),
+        Some(n) if n.starts_with('@') => Err(format!(
+            "{n:?}: opreg picks an image of a layout by its tag, not by its index"
+        )),
+        Some(n) if !valid_layout_name(n) => Err(format!(
+            "invalid tag {n:?}: letters, digits and the separators - . _ : @ + between them, in components joined by /"
+        )),
+        _ => Ok(ImageSource::Layout {
+            dir: dir.into(),
+            tag: name.map(str::to_string),
+        }),
+    }
+}
+
+/// The image-spec's `org.opencontainers.image.ref.name` grammar, as containers/image checks it
+/// (`ValidateImageName`): components joined by `/`, each runs of ASCII letters and digits
+/// separated by one of `- . _ : @ +` or by `--`.
+pub fn valid_layout_name(name: &str) -> bool {
+    name.split('/').all(|component| {
+        let b = component.as_bytes();
+        let mut i = 0;
+        loop {
+            let start = i;
+            while i < b.len() && b[i].is_ascii_alphanumeric() {
+                i += 1;
+            }
+            if i == start {
+                return false;
+            }
+            if i == b.len() {
+                return true;
+            }
+            i += if b[i..].starts_with(b"--") {
+                2
+            } else if b"-._:@+".contains(&b[i]) {
+                1
+            } else {
+                return false;
+            };
+        }
+    })
 }
 
 /// Parses a registry reference, applying the docker defaults. The grammar and the
@@ -194,5 +232,95 @@ mod tests {
                 tag: None
             }
         );
+    }
+
+    fn layout(s: &str) -> Result<(String, Option<String>), String> {
+        match parse_source(s)? {
+            ImageSource::Layout { dir, tag } => Ok((dir.to_string_lossy().to_string(), tag)),
+            ImageSource::Registry(r) => panic!("{s}: read as the registry reference {r}"),
+        }
+    }
+
+    /// containers/image's cases for its `oci:` reference parser (oci/internal's split test and
+    /// oci/layout's ParseReference test), same inputs, same verdicts; where opreg differs on
+    /// purpose (an empty name, an index), the difference is spelled out.
+    #[test]
+    fn oci_references_as_containers_image_reads_them() {
+        let tmp = std::env::temp_dir().to_string_lossy().to_string();
+        for dir in [
+            "/".to_string(),
+            "/etc".into(),
+            tmp.clone(),
+            "relativepath".into(),
+            format!("{tmp}/thisdoesnotexist"),
+        ] {
+            for (suffix, tag) in [
+                (":notlatest:image", Some("notlatest:image")),
+                (":latestimage", Some("latestimage")),
+                ("", None),
+            ] {
+                let got = layout(&format!("oci:{dir}{suffix}"));
+                assert_eq!(
+                    got,
+                    Ok((dir.clone(), tag.map(str::to_string))),
+                    "{dir}{suffix}"
+                );
+            }
+            // Upstream reads `DIR:` as no name and `DIR:@N` as an index; opreg refuses both.
+            for suffix in [":", ":@0", ":@10", ":@999999"] {
+                assert!(
+                    layout(&format!("oci:{dir}{suffix}")).is_err(),
+                    "{dir}{suffix}"
+                );
+            }
+        }
+        for (input, dir, tag) in [
+            (
+                "/foo/bar:busybox:latest",
+                "/foo/bar",
+                Some("busybox:latest"),
+            ),
+            ("/foo/bar:busybox", "/foo/bar", Some("busybox")),
+            ("/foo/bar", "/foo/bar", None),
+        ] {
+            let want = Ok((dir.to_string(), tag.map(str::to_string)));
+            assert_eq!(layout(&format!("oci:{input}")), want, "{input}");
+        }
+        for bad in [
+            format!("oci:{tmp}:invalid'image!value@"),
+            format!("oci:{tmp}:@-3"),
+            "oci:tt:bad tag".into(),
+            "oci:tt:".into(),
+            "oci::v1".into(),
+            "oci:".into(),
+        ] {
+            let e = layout(&bad).unwrap_err();
+            assert!(e.contains(&format!("{bad:?}")), "{bad}: {e}");
+        }
+        // A directory with a colon cannot be named: the first colon ends it.
+        assert_eq!(
+            layout("oci:tt:a/b"),
+            Ok(("tt".to_string(), Some("a/b".to_string())))
+        );
+    }
+
+    #[test]
+    fn layout_names() {
+        for ok in [
+            "v1",
+            "a/b",
+            "notlatest:image",
+            "notlatest@1",
+            "a--b",
+            "A.b_c-d+e@f:g",
+            "1.0/x",
+        ] {
+            assert!(valid_layout_name(ok), "{ok}");
+        }
+        for bad in [
+            "", "-a", "a-", "a---b", "a-.b", "a//b", "/a", "a/", "bad tag", "a\nb", "é", ".",
+        ] {
+            assert!(!valid_layout_name(bad), "{bad}");
+        }
     }
 }

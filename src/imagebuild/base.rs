@@ -103,7 +103,11 @@ pub fn open(
                             manifest::platforms(&manifests)
                         ))
                     })?;
-                    v.push(*offered.iter().find(|o| o.digest == d.digest).unwrap());
+                    let o = *offered.iter().find(|o| o.digest == d.digest).unwrap();
+                    // `linux/amd64,linux/amd64` (or two names of one platform) pick one image.
+                    if !v.iter().any(|p: &&Descriptor| p.digest == o.digest) {
+                        v.push(o);
+                    }
                 }
                 v
             };

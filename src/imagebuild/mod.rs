@@ -48,6 +48,15 @@ impl Target {
     }
 }
 
+/// `--label KEY=VALUE`; the key may not be empty.
+pub fn parse_label(l: &str) -> Result<(String, String), Error> {
+    match l.split_once('=') {
+        Some(("", _)) => Err(Error::Usage(format!("--label {l}: the key is empty"))),
+        Some((k, v)) => Ok((k.to_string(), v.to_string())),
+        None => Err(Error::Usage(format!("--label {l}: expected KEY=VALUE"))),
+    }
+}
+
 /// What to build.
 #[derive(Clone, Debug)]
 pub struct BuildOptions {
