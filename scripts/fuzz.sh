@@ -47,6 +47,7 @@ targets=(
     image_manifest:8192:
     www_authenticate:1024:
     image_layer:65536:
+    imageset_config:8192:
 )
 
 # --debug-assertions: integer overflow and debug_assert! count as crashes too.

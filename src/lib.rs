@@ -35,7 +35,8 @@
 //! * [`source`]: SOURCE arguments: telling formats apart, reading any mix, the source digest.
 //! * The application: [`load`] (SOURCEs into a valid catalog, every diagnostic returned),
 //!   [`ingest`] (the one build path, streaming on three threads), [`authoring`]
-//!   (`init`, `render-template`, `convert-template`, `migrate`).
+//!   (`init`, `render-template`, `convert-template`, `migrate`); [`mirror`] (what `opreg
+//!   mirror` copies: oc-mirror's configuration, the catalog filter).
 //! * [`metrics`] (Prometheus metrics, per-call logs) and [`conn`] (the accept loop, slow-client
 //!   limits, write coalescing and TLS both ports use); [`server`] (the gRPC surface) and
 //!   [`http`] (catalogd's HTTP API, health, metrics), siblings on one served version.
@@ -95,6 +96,7 @@ pub mod load;
 pub mod log_sink;
 pub mod memory;
 pub mod metrics;
+pub mod mirror;
 pub mod model;
 pub mod names;
 pub mod probe;

@@ -1,0 +1,122 @@
+use super::*;
+
+const FULL: &str = r#"
+apiVersion: mirror.openshift.io/v2alpha1
+kind: ImageSetConfiguration
+archiveSize: 4
+mirror:
+  operators:
+  - catalog: registry.redhat.io/redhat/redhat-operator-index:v4.18
+    targetCatalog: my/ops
+    targetTag: v1
+    skipDependencies: true
+    platforms:
+    - {os: linux, architecture: amd64}
+    packages:
+    - name: aws-load-balancer-operator
+      defaultChannel: stable-v1
+      channels:
+      - name: stable-v1
+        minVersion: 1.1.0
+        maxVersion: 1.2.0
+    - name: 3scale-operator
+      minVersion: 0.10.0
+  additionalImages:
+  - name: registry.redhat.io/ubi8/ubi:latest
+    targetRepo: base/ubi
+    targetTag: "8"
+  blockedImages:
+  - name: .*/alpine.*
+"#;
+
+#[test]
+fn oc_mirrors_fields_are_read() {
+    let c = parse(FULL).unwrap();
+    assert_eq!(c.archive_size, Some(4));
+    let op = &c.mirror.operators[0];
+    assert_eq!(op.target_catalog, "my/ops");
+    assert!(op.skip_dependencies && !op.full);
+    assert_eq!(op.platforms[0].architecture, "amd64");
+    assert_eq!(op.packages[0].channels[0].max_version, "1.2.0");
+    assert_eq!(op.packages[1].min_version, "0.10.0");
+    assert_eq!(c.mirror.additional_images[0].target_repo, "base/ubi");
+    assert_eq!(c.mirror.blocked_images[0].name, ".*/alpine.*");
+    assert_eq!(unique_name(op), "my/ops:v1");
+}
+
+#[test]
+fn sections_opreg_does_not_mirror_are_refused_by_name() {
+    let text = FULL.replace(
+        "mirror:\n",
+        "mirror:\n  platform:\n    channels:\n    - {name: stable-4.18}\n  helm:\n    repositories: [{name: x, url: y}]\n",
+    );
+    let e = parse(&text).unwrap_err();
+    assert_eq!(
+        e,
+        "mirror.platform, mirror.helm not supported: opreg mirrors operator catalogs and additional images only"
+    );
+    // Empty ones are no sections.
+    let text = FULL.replace("mirror:\n", "mirror:\n  helm: {}\n  samples: []\n");
+    assert!(parse(&text).is_ok());
+}
+
+#[test]
+fn the_kind_and_version_are_checked() {
+    let e = parse("apiVersion: mirror.openshift.io/v1alpha2\nkind: ImageSetConfiguration\n")
+        .unwrap_err();
+    assert!(e.contains("v1alpha2"), "{e}");
+    assert!(parse("- a\n").is_err());
+    let e = parse("apiVersion: mirror.openshift.io/v2alpha1\nkind: ImageSetConfiguration\nmirror:\n  operator: []\n").unwrap_err();
+    assert!(e.contains("unknown field `operator`"), "{e}");
+}
+
+#[test]
+fn validation_reports_every_problem_as_oc_mirror_words_it() {
+    let text = r#"
+apiVersion: mirror.openshift.io/v2alpha1
+kind: ImageSetConfiguration
+mirror:
+  operators:
+  - catalog: quay.io/c:v1
+    packages:
+    - name: a
+      minVersion: one
+      channels:
+      - name: s
+        maxVersion: 2.0.0
+      - name: s
+    - name: a
+  - catalog: quay.io/c:v1
+    full: true
+    packages:
+    - name: b
+      maxVersion: 1.0.0
+  blockedImages:
+  - name: "(unclosed"
+"#;
+    let e = parse(text).unwrap_err();
+    let lines: Vec<&str> = e.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            r#"catalog "quay.io/c:v1": operator "a": minVersion "one" must respect semantic versioning notation"#,
+            r#"catalog "quay.io/c:v1": operator "a": mixing both filtering by minVersion/maxVersion and filtering by channel minVersion/maxVersion is not allowed"#,
+            r#"catalog "quay.io/c:v1": operator "a": duplicate channel entry "s""#,
+            r#"catalog "quay.io/c:v1": duplicate package entry "a""#,
+            r#"catalog "quay.io/c:v1": duplicate found in configuration"#,
+            r#"catalog "quay.io/c:v1": operator "b": full: true cannot be mixed with minVersion/maxVersion"#,
+            r#"blocked image "(unclosed": invalid regular expression: error: unclosed group"#,
+        ]
+    );
+}
+
+#[test]
+fn ranges_are_masterminds_text() {
+    assert_eq!(range("", ""), None);
+    assert_eq!(range("1.0.0", ""), Some(">=1.0.0".into()));
+    assert_eq!(range("", "2.0.0"), Some("<=2.0.0".into()));
+    assert_eq!(range("1.0.0", "2.0.0"), Some(">=1.0.0 <=2.0.0".into()));
+    assert!(
+        semver_ok("v1.2") && semver_ok("1.2.3-rc.1+b") && !semver_ok("1.2.3.4") && !semver_ok("x")
+    );
+}

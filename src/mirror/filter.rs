@@ -1,0 +1,311 @@
+//! Which bundles of a catalog an operator entry of the configuration selects, with oc-mirror
+//! v2's semantics (its filter library, catalog-filter's `mirror-config/v1alpha1`), so that the
+//! same configuration selects the same bundles:
+//!
+//! * no `packages`: the head of every channel of every package, or with `full: true` the whole
+//!   catalog, unfiltered;
+//! * listed packages only; a package's listed channels only (all of them when none is listed);
+//! * per channel: every entry with `full: true`; the range `>=min <=max` (the channel's, else
+//!   the package's) walked along the replaces chain from the head, keeping the bundles needed
+//!   for a single head even when out of range (each one a warning), and skipped bundles only in
+//!   range; otherwise the head alone;
+//! * an emptied channel is dropped, unless it is the default channel (an error); the default
+//!   channel (the configured override, else the catalog's) must survive, or it is an error
+//!   naming it;
+//! * entries keep their `replaces`, `skips` and `skipRange` as they were, even when they name a
+//!   pruned bundle: OLM upgrades an installed, since-pruned version through them.
+
+use super::config::{self, Operator};
+use crate::model::{Catalog, Channel, ChannelEntry, Package};
+use crate::version::masterminds::Constraint;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+/// What a filter kept.
+#[derive(Debug, Default)]
+pub struct Filtered {
+    pub catalog: Catalog,
+    /// Bundles kept, by package.
+    pub kept: BTreeMap<String, BTreeSet<String>>,
+    /// Out-of-range bundles kept so that a channel has one head, and other notes.
+    pub warnings: Vec<String>,
+}
+
+/// Filters `catalog` as `op` says. The error names the package and channel.
+pub fn filter(catalog: &Catalog, op: &Operator) -> Result<Filtered, String> {
+    let mut out = Filtered::default();
+    out.catalog.others = catalog
+        .others
+        .iter()
+        .filter(|m| {
+            m.package.is_empty()
+                || op.packages.is_empty()
+                || op.packages.iter().any(|p| p.name == m.package)
+        })
+        .cloned()
+        .collect();
+    if op.packages.is_empty() && op.full {
+        for (name, p) in &catalog.packages {
+            out.kept
+                .insert(name.clone(), p.bundles.keys().cloned().collect());
+        }
+        out.catalog.packages = catalog.packages.clone();
+        return Ok(out);
+    }
+    let wanted: Vec<(&Package, Option<&config::Package>)> = if op.packages.is_empty() {
+        catalog.packages.values().map(|p| (p, None)).collect()
+    } else {
+        let mut v = Vec::new();
+        for cfg in &op.packages {
+            match catalog.packages.get(&cfg.name) {
+                Some(p) => v.push((p, Some(cfg))),
+                None => return Err(format!("package {:?} is not in the catalog", cfg.name)),
+            }
+        }
+        v
+    };
+    for (pkg, cfg) in wanted {
+        let (p, kept) = filter_package(pkg, cfg, op.full, &mut out.warnings)?;
+        out.kept.insert(p.name.clone(), kept);
+        out.catalog.packages.insert(p.name.clone(), p);
+    }
+    Ok(out)
+}
+
+fn filter_package(
+    pkg: &Package,
+    cfg: Option<&config::Package>,
+    full: bool,
+    warnings: &mut Vec<String>,
+) -> Result<(Package, BTreeSet<String>), String> {
+    let listed: Vec<&config::Channel> =
+        cfg.map(|c| c.channels.iter().collect()).unwrap_or_default();
+    let mut channels = BTreeMap::new();
+    let mut kept = BTreeSet::new();
+    let default = match cfg.map(|c| c.default_channel.as_str()).unwrap_or("") {
+        "" => pkg.default_channel.clone(),
+        d => d.to_string(),
+    };
+    for ch in pkg.channels.values() {
+        let ch_cfg = listed.iter().find(|c| c.name == ch.name);
+        if !listed.is_empty() && ch_cfg.is_none() {
+            continue;
+        }
+        let range = ch_cfg
+            .and_then(|c| config::range(&c.min_version, &c.max_version))
+            .or_else(|| cfg.and_then(|c| config::range(&c.min_version, &c.max_version)));
+        let where_ = || format!("package {:?} channel {:?}", pkg.name, ch.name);
+        let keep: BTreeSet<String> = match (full, &range) {
+            (true, Some(_)) => {
+                return Err(format!(
+                    "{}: full: true cannot be mixed with a version range",
+                    where_()
+                ))
+            }
+            (true, None) => ch.entries.iter().map(|e| e.name.clone()).collect(),
+            (false, Some(r)) => {
+                let c = Constraint::parse(r).map_err(|e| format!("{}: {e}", where_()))?;
+                let graph = Graph::new(ch).map_err(|e| format!("{}: {e}", where_()))?;
+                graph.in_range(&c, pkg, &where_(), warnings)
+            }
+            (false, None) => {
+                let graph = Graph::new(ch)
+                    .map_err(|e| format!("{}: unable to filter head of channel: {e}", where_()))?;
+                BTreeSet::from([graph.head.to_string()])
+            }
+        };
+        if keep.is_empty() {
+            if ch.name == default {
+                return Err(format!(
+                    "{} has version range {:?} that results in an empty channel",
+                    where_(),
+                    range.unwrap_or_default()
+                ));
+            }
+            continue;
+        }
+        let mut ch = ch.clone();
+        ch.entries.retain(|e| keep.contains(&e.name));
+        kept.extend(keep);
+        channels.insert(ch.name.clone(), ch);
+    }
+    if !default.is_empty() && !channels.contains_key(&default) {
+        let configured = cfg.is_some_and(|c| !c.default_channel.is_empty());
+        return Err(match configured {
+            true => format!(
+                "package {:?}: the default channel override {default:?} does not exist in the filtered output",
+                pkg.name
+            ),
+            false => format!(
+                "package {:?}: the default channel {default:?} was filtered out; configure a new default channel (defaultChannel) for this package",
+                pkg.name
+            ),
+        });
+    }
+    let mut p = pkg.clone();
+    p.default_channel = default;
+    p.channels = channels;
+    p.bundles.retain(|name, _| kept.contains(name));
+    if let Some(d) = &mut p.deprecations {
+        d.entries.retain(|e| match e.schema.as_str() {
+            crate::model::schema::BUNDLE => kept.contains(&e.name),
+            crate::model::schema::CHANNEL => p.channels.contains_key(&e.name),
+            _ => true,
+        });
+    }
+    Ok((p, kept))
+}
+
+/// A channel's replaces and skips edges, checked as catalog-filter checks them: one head, no
+/// cycle.
+struct Graph<'a> {
+    head: &'a str,
+    entries: HashMap<&'a str, &'a ChannelEntry>,
+}
+
+impl<'a> Graph<'a> {
+    fn new(ch: &'a Channel) -> Result<Graph<'a>, String> {
+        if ch.entries.is_empty() {
+            return Err("channel has no entries".into());
+        }
+        let mut entries = HashMap::new();
+        let mut incoming: HashMap<&str, BTreeSet<&str>> = HashMap::new();
+        for e in &ch.entries {
+            if entries.insert(e.name.as_str(), e).is_some() {
+                return Err(format!("duplicate channel entry {:?}", e.name));
+            }
+            let targets = std::iter::once(e.replaces.as_str())
+                .filter(|r| !r.is_empty())
+                .chain(e.skips.iter().map(String::as_str));
+            for t in targets {
+                if t == e.name {
+                    return Err(format!(
+                        "invalid channel entry {:?}: replaces or skips itself",
+                        e.name
+                    ));
+                }
+                incoming.entry(t).or_default().insert(e.name.as_str());
+            }
+        }
+        let heads: Vec<&str> = ch
+            .entries
+            .iter()
+            .map(|e| e.name.as_str())
+            .filter(|n| incoming.get(n).is_none_or(|s| s.is_empty()))
+            .collect();
+        let head = match heads.as_slice() {
+            [one] => *one,
+            [] => return Err("no channel heads found".into()),
+            many => {
+                let mut names = many.to_vec();
+                names.sort_unstable();
+                return Err(format!(
+                    "multiple channel heads found: [{}]",
+                    names.join(" ")
+                ));
+            }
+        };
+        // Kahn's walk from the head: anything left with incoming edges is on a cycle.
+        let mut queue = vec![head];
+        while let Some(cur) = queue.pop() {
+            let Some(e) = entries.get(cur) else { continue };
+            let targets = std::iter::once(e.replaces.as_str())
+                .filter(|r| !r.is_empty())
+                .chain(e.skips.iter().map(String::as_str));
+            for t in targets {
+                if let Some(set) = incoming.get_mut(t) {
+                    set.remove(cur);
+                    if set.is_empty() {
+                        incoming.remove(t);
+                        queue.push(t);
+                    }
+                }
+            }
+        }
+        if !incoming.is_empty() {
+            return Err("detected a cycle in the upgrade graph of the channel".into());
+        }
+        Ok(Graph { head, entries })
+    }
+
+    /// The replaces chain from the head (names, including ones the channel does not hold).
+    fn chain(&self) -> Vec<&'a str> {
+        let mut out = vec![self.head];
+        let mut seen = BTreeSet::from([self.head]);
+        let mut cur = self.head;
+        while let Some(next) = self.entries.get(cur).map(|e| e.replaces.as_str()) {
+            if next.is_empty() || !seen.insert(next) {
+                break;
+            }
+            out.push(next);
+            cur = next;
+        }
+        out
+    }
+
+    fn skips(&self, name: &str) -> &'a [String] {
+        self.entries.get(name).map_or(&[], |e| e.skips.as_slice())
+    }
+
+    /// catalog-filter's `filterByVersionRange`: counting from the tail up, each bundle on the
+    /// replaces chain gets the number of in-range bundles at or below it not counted before
+    /// (itself, the bundles it skips, and its replaces' count). The new head is the lowest
+    /// bundle with the highest count; the walk stops at the first bundle whose count is 0.
+    fn in_range(
+        &self,
+        c: &Constraint,
+        pkg: &Package,
+        where_: &str,
+        warnings: &mut Vec<String>,
+    ) -> BTreeSet<String> {
+        let version = |name: &str| {
+            pkg.bundles
+                .get(name)
+                .and_then(|b| semver::Version::parse(&b.version()).ok())
+        };
+        let fits = |name: &str| version(name).is_some_and(|v| c.matches(&v));
+        let chain = self.chain();
+        let mut seen = BTreeSet::new();
+        let mut counts = vec![0usize; chain.len()];
+        for (i, name) in chain.iter().enumerate().rev() {
+            let mut count = counts.get(i + 1).copied().unwrap_or(0);
+            for n in std::iter::once(*name).chain(self.skips(name).iter().map(String::as_str)) {
+                if fits(n) && seen.insert(n) {
+                    count += 1;
+                }
+            }
+            counts[i] = count;
+        }
+        let mut head = 0;
+        let mut tail = chain.len();
+        let mut max = None;
+        for (i, count) in counts.iter().enumerate() {
+            if max.is_none_or(|m| *count >= m) {
+                head = i;
+                max = Some(*count);
+            }
+            if *count == 0 {
+                tail = i;
+                break;
+            }
+        }
+        let mut keep = BTreeSet::new();
+        for name in &chain[head..tail.max(head)] {
+            if !fits(name) {
+                warnings.push(format!(
+                    "{where_}: bundle {name:?} is outside the range but kept so that the channel has one head"
+                ));
+            }
+            keep.insert(name.to_string());
+            for s in self.skips(name) {
+                if fits(s) {
+                    keep.insert(s.clone());
+                }
+            }
+        }
+        keep
+    }
+}
+
+#[cfg(test)]
+#[path = "filter_tests.rs"]
+mod tests;
