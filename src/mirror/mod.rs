@@ -5,8 +5,10 @@
 //! |---|---|
 //! | [`config`] | oc-mirror v2's `ImageSetConfiguration` (the operator part), read and validated |
 //! | [`filter`] | the bundles an operator entry selects, with oc-mirror's filter semantics |
+//! | [`images`] | the images to copy (bundles', related, additional, less blocked) and their names at the destination |
 //! | [`deps`] | the bundles the kept bundles' `olm.package.required` and `olm.gvk.required` add |
 
 pub mod config;
 pub mod deps;
 pub mod filter;
+pub mod images;
