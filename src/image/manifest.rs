@@ -9,6 +9,11 @@ pub const OCI_INDEX: &str = "application/vnd.oci.image.index.v1+json";
 pub const DOCKER_MANIFEST: &str = "application/vnd.docker.distribution.manifest.v2+json";
 pub const DOCKER_LIST: &str = "application/vnd.docker.distribution.manifest.list.v2+json";
 
+/// True for the four manifest and index media types.
+pub fn is_manifest_type(t: &str) -> bool {
+    matches!(t, OCI_MANIFEST | OCI_INDEX | DOCKER_MANIFEST | DOCKER_LIST)
+}
+
 /// The `Accept` header for manifest requests.
 pub const ACCEPT: &str = "application/vnd.oci.image.index.v1+json, application/vnd.docker.distribution.manifest.list.v2+json, application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json";
 
