@@ -277,6 +277,40 @@ fn concurrent_copies_send_a_shared_blob_once() {
 }
 
 #[test]
+fn unknown_fields_spacing_and_key_order_survive_a_copy() {
+    let ctx = Ctx::new();
+    let reg = Registry::http();
+    let img = amd64();
+    let dir = ctx.path("odd");
+    img.write_layout(&dir, "v1");
+    let config = img.config();
+    let (_, z, mt) = &img.layers[0];
+    // Pretty-printed, keys out of order, fields no struct of opreg's knows.
+    let manifest = format!(
+        "{{\n  \"layers\": [{{\"x-extra\": [1, 2], \"size\": {}, \"digest\": \"{}\", \"mediaType\": \"{mt}\"}}],\n  \"schemaVersion\": 2,\n  \"mediaType\": \"application/vnd.oci.image.manifest.v1+json\",\n  \"config\": {{\"mediaType\": \"application/vnd.oci.image.config.v1+json\", \"size\": {}, \"digest\": \"{}\"}},\n  \"annotations\": {{\"org.example\": \"kept\"}},\n  \"x-unknown\": {{\"nested\": true}}\n}}\n",
+        z.len(),
+        sha(z),
+        config.len(),
+        sha(&config)
+    );
+    let digest = sha(manifest.as_bytes());
+    std::fs::write(dir.join("blobs/sha256").join(&digest[7..]), &manifest).unwrap();
+    let index = serde_json::json!({"schemaVersion": 2, "manifests": [{
+        "mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": digest,
+        "size": manifest.len(), "annotations": {"org.opencontainers.image.ref.name": "v1"}
+    }]});
+    std::fs::write(dir.join("index.json"), index.to_string()).unwrap();
+    let to = format!("{}/odd/img:v1", reg.host());
+    let out = run(&format!("oci:{}:v1", dir.display()), &to, &opts());
+    assert_eq!(out.digest, digest);
+    assert_eq!(raw(&format!("docker://{to}")), manifest.as_bytes());
+    // And back into a layout.
+    let back = format!("oci:{}:v1", ctx.path("back").display());
+    run(&to, &back, &opts());
+    assert_eq!(raw(&back), manifest.as_bytes());
+}
+
+#[test]
 fn a_missing_source_is_one_line_naming_both_references() {
     let reg = Registry::http();
     let ctx = Ctx::new();
@@ -338,11 +372,39 @@ fn pushing_a_200_mb_layer_from_a_layout_stays_under_40_mb() {
     }]});
     std::fs::write(dir.join("index.json"), index.to_string()).unwrap();
 
-    let target = format!("{}/big/img:v1", reg.host());
     let source = format!("oci:{}:v1", dir.display());
+    // In 16 MiB chunks (the default), and in one PUT.
+    for (repo, chunk) in [("chunked", "16777216"), ("whole", "1073741824")] {
+        let target = format!("{}/{repo}/img:v1", reg.host());
+        let peak = peak_of_push(&ctx, &source, &target, chunk);
+        eprintln!("peak RSS of image push of a 200 MB layer ({repo}): {peak} kB");
+        assert!(peak > 0, "ru_maxrss was read");
+        assert!(peak < 40 * 1024, "{repo}: peak RSS {peak} kB");
+        assert_eq!(
+            raw(&format!("docker://{target}")),
+            manifest.as_bytes(),
+            "the manifest byte for byte"
+        );
+    }
+}
+
+/// Runs `opreg image push SOURCE TARGET` and gives its peak resident set, in kB.
+#[allow(clippy::zombie_processes)] // reaped by wait4, which Child cannot do
+fn peak_of_push(ctx: &Ctx, source: &str, target: &str, chunk: &str) -> u64 {
     let log = ctx.path("push.log");
     let child = ctx
-        .cmd(&["image", "push", &source, &target, "--use-http"], &[])
+        .cmd(
+            &[
+                "image",
+                "push",
+                source,
+                target,
+                "--use-http",
+                "--chunk-size",
+                chunk,
+            ],
+            &[],
+        )
         .stdout(std::process::Stdio::null())
         .stderr(std::fs::File::create(&log).unwrap())
         .spawn()
@@ -351,18 +413,10 @@ fn pushing_a_200_mb_layer_from_a_layout_stays_under_40_mb() {
     let (mut status, mut usage) = (0i32, unsafe { std::mem::zeroed::<libc::rusage>() });
     let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
     assert_eq!(pid, child.id() as i32);
-    let peak = usage.ru_maxrss as u64;
     assert!(
         libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
         "{}",
         std::fs::read_to_string(&log).unwrap_or_default()
     );
-    eprintln!("peak RSS of image push of a 200 MB layer: {peak} kB");
-    assert!(peak > 0, "ru_maxrss was read");
-    assert!(peak < 40 * 1024, "peak RSS {peak} kB");
-    assert_eq!(
-        raw(&format!("docker://{target}")),
-        manifest.as_bytes(),
-        "the manifest byte for byte"
-    );
+    usage.ru_maxrss as u64
 }

@@ -294,7 +294,7 @@ fn read_plan(src: &mut dyn BlobSource, reference: &str, limit: u64) -> Result<Pl
             bail!("image indexes nested in an index are not supported");
         };
         for d in std::iter::once(config).chain(layers) {
-            blobs.push((d.digest, d.size as u64));
+            blobs.push((d.digest, d.size));
         }
     }
     blobs.sort();

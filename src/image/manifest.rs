@@ -24,7 +24,8 @@ pub struct Descriptor {
     #[serde(default)]
     pub media_type: String,
     pub digest: String,
-    pub size: i64,
+    /// Bytes; a negative size does not parse.
+    pub size: u64,
     #[serde(default)]
     pub platform: Option<Platform>,
     #[serde(default)]
@@ -142,9 +143,6 @@ pub fn parse_manifest(bytes: &[u8], content_type: Option<&str>) -> Result<Manife
     let check = |d: &Descriptor| -> Result<(), String> {
         if !super::reference::is_digest(&d.digest) {
             return Err(format!("unsupported or malformed digest {:?}", d.digest));
-        }
-        if d.size < 0 {
-            return Err(format!("negative size for {}", d.digest));
         }
         Ok(())
     };

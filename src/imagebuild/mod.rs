@@ -222,14 +222,10 @@ pub fn build(opts: &BuildOptions) -> Result<Staged, Error> {
         let mut layers = Vec::new();
         for d in &img.layers {
             if let Some(src) = base.source.as_mut() {
-                out.copy_from(src.as_mut(), &d.digest, d.size as u64)
+                out.copy_from(src.as_mut(), &d.digest, d.size)
                     .map_err(|e| Error::failed(format!("base image {}: {e:#}", base.name)))?;
             }
-            layers.push(config::layer_descriptor(
-                &d.media_type,
-                &d.digest,
-                d.size as u64,
-            ));
+            layers.push(config::layer_descriptor(&d.media_type, &d.digest, d.size));
         }
         for l in [&configs_layer, &cache_layer] {
             layers.push(config::layer_descriptor(
