@@ -420,3 +420,51 @@ fn peak_of_push(ctx: &Ctx, source: &str, target: &str, chunk: &str) -> u64 {
     );
     usage.ru_maxrss as u64
 }
+
+#[test]
+fn image_push_reports_blobs_as_json_log_lines_and_nothing_when_quiet() {
+    let ctx = Ctx::new();
+    let reg = Registry::http();
+    let img = amd64();
+    let dir = ctx.path("layout");
+    img.write_layout(&dir, "v1");
+    let source = format!("oci:{}:v1", dir.display());
+    let target = format!("{}/json/img:v1", reg.host());
+    let (code, out, err) = ctx.run(&[
+        "--log-format",
+        "json",
+        "image",
+        "push",
+        &source,
+        &target,
+        "--use-http",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.trim(), sha(&img.manifest()));
+    let lines: Vec<serde_json::Value> = err
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l:?}")))
+        .collect();
+    let blobs: Vec<&serde_json::Value> = lines
+        .iter()
+        .filter(|v| v["fields"]["message"] == "blob")
+        .collect();
+    assert_eq!(blobs.len(), 2, "config and layer: {err}");
+    assert!(
+        blobs.iter().all(|v| v["fields"]["how"] == "uploaded"),
+        "{err}"
+    );
+
+    let (code, out, err) = ctx.run(&[
+        "--log-format",
+        "json",
+        "image",
+        "push",
+        "-q",
+        &source,
+        &format!("{}/quiet/img:v1", reg.host()),
+        "--use-http",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!((out.as_str(), err.as_str()), ("", ""));
+}

@@ -147,7 +147,7 @@ pub fn run(a: Args) -> i32 {
 }
 
 fn run_push(a: PushArgs) -> i32 {
-    let bar = super::progress::Bar::new(super::show_progress(a.quiet), "pushing");
+    let bar = super::progress::Bar::new(a.quiet, "pushing");
     let done = build::push_layout(
         &a.source,
         &a.target,
@@ -254,7 +254,7 @@ fn run_build(a: BuildArgs) -> i32 {
     }
     let mut pushed_any = false;
     if a.push {
-        let bar = super::progress::Bar::new(opts.progress, "pushing");
+        let bar = super::progress::Bar::new(a.quiet, "pushing");
         let done = build::push_registries(&staged, &targets, &opts, a.image.chunk_size, &bar);
         drop(bar);
         match done {

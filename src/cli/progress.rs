@@ -1,47 +1,66 @@
-//! A copy's progress ([`crate::image::copy::Progress`]) as a bar of the bytes done on stderr,
-//! when it is a terminal and the command is not quiet; nothing otherwise.
+//! A copy's progress ([`crate::image::copy::Progress`]): a bar of the bytes done on stderr when
+//! it is a terminal; one JSON log line a blob with `--log-format json`; nothing with `-q`, or
+//! when stderr is not a terminal.
 
 use crate::image::copy::{Progress, Sent};
+use std::io::IsTerminal;
 
-/// A bar of the bytes done, cleared when dropped; or nothing.
-pub struct Bar {
-    pb: Option<indicatif::ProgressBar>,
+/// A bar of the bytes done (cleared when dropped), log lines, or nothing.
+pub enum Bar {
+    Drawn(indicatif::ProgressBar),
+    Lines,
+    Nothing,
 }
 
 impl Bar {
-    /// A bar labelled `verb` when `show`, else nothing.
-    pub fn new(show: bool, verb: &str) -> Bar {
-        let pb = show.then(|| {
-            let pb = indicatif::ProgressBar::new(0);
-            pb.set_style(
-                indicatif::ProgressStyle::with_template(&format!(
-                    "{verb} {{bar:30}} {{bytes}}/{{total_bytes}} [{{elapsed}}]"
-                ))
-                .expect("static template"),
-            );
-            pb
-        });
-        Bar { pb }
+    /// What the command shows, labelled `verb`.
+    pub fn new(quiet: bool, verb: &str) -> Bar {
+        if quiet {
+            return Bar::Nothing;
+        }
+        if super::output::json() {
+            return Bar::Lines;
+        }
+        if !std::io::stderr().is_terminal() {
+            return Bar::Nothing;
+        }
+        let pb = indicatif::ProgressBar::new(0);
+        pb.set_style(
+            indicatif::ProgressStyle::with_template(&format!(
+                "{verb} {{bar:30}} {{bytes}}/{{total_bytes}} [{{elapsed}}]"
+            ))
+            .expect("static template"),
+        );
+        Bar::Drawn(pb)
     }
 }
 
 impl Progress for Bar {
-    fn start(&self, _blobs: usize, bytes: u64) {
-        if let Some(pb) = &self.pb {
-            pb.set_length(bytes);
+    fn start(&self, blobs: usize, bytes: u64) {
+        match self {
+            Bar::Drawn(pb) => pb.set_length(bytes),
+            Bar::Lines => tracing::info!(blobs, bytes, "copying blobs"),
+            Bar::Nothing => {}
         }
     }
 
-    fn blob(&self, _digest: &str, size: u64, _sent: Sent) {
-        if let Some(pb) = &self.pb {
-            pb.inc(size);
+    fn blob(&self, digest: &str, size: u64, sent: Sent) {
+        let how = match sent {
+            Sent::Skipped => "already there",
+            Sent::Mounted => "mounted",
+            Sent::Uploaded => "uploaded",
+        };
+        match self {
+            Bar::Drawn(pb) => pb.inc(size),
+            Bar::Lines => tracing::info!(digest, size, how, "blob"),
+            Bar::Nothing => {}
         }
     }
 }
 
 impl Drop for Bar {
     fn drop(&mut self) {
-        if let Some(pb) = &self.pb {
+        if let Bar::Drawn(pb) = self {
             pb.finish_and_clear();
         }
     }
