@@ -36,6 +36,7 @@ mod gzip_threshold;
 mod health;
 mod idle_trim;
 mod image_build;
+mod image_copy;
 mod image_pulls;
 mod image_push;
 mod image_rough_edges;

@@ -147,14 +147,16 @@ pub fn run(a: Args) -> i32 {
 }
 
 fn run_push(a: PushArgs) -> i32 {
-    let progress = super::show_progress(a.quiet);
-    match build::push_layout(
+    let bar = super::progress::Bar::new(a.quiet, "pushing");
+    let done = build::push_layout(
         &a.source,
         &a.target,
         &a.image.args(),
         a.image.chunk_size,
-        progress,
-    ) {
+        &bar,
+    );
+    drop(bar);
+    match done {
         Ok((r, p)) => {
             if !a.quiet {
                 pushed(&r, &p);
@@ -252,7 +254,10 @@ fn run_build(a: BuildArgs) -> i32 {
     }
     let mut pushed_any = false;
     if a.push {
-        match build::push_registries(&staged, &targets, &opts, a.image.chunk_size) {
+        let bar = super::progress::Bar::new(a.quiet, "pushing");
+        let done = build::push_registries(&staged, &targets, &opts, a.image.chunk_size, &bar);
+        drop(bar);
+        match done {
             Ok(all) => {
                 pushed_any = !all.is_empty();
                 if !a.quiet {

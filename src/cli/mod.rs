@@ -16,6 +16,7 @@ pub mod list;
 pub mod migrate;
 pub mod opm;
 pub mod output;
+pub mod progress;
 pub mod render;
 pub mod render_template;
 pub mod serve;

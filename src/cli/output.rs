@@ -21,7 +21,8 @@ pub(crate) fn set_json(json: bool) {
     JSON.store(json, Ordering::Relaxed);
 }
 
-fn json() -> bool {
+/// True with `--log-format json`.
+pub(crate) fn json() -> bool {
     JSON.load(Ordering::Relaxed)
 }
 

@@ -216,7 +216,7 @@ pub fn read_image(dir: &Path, tag: Option<&str>, limit: u64) -> Result<Image> {
             bail!("image indexes nested in an index are not supported");
         };
         for d in std::iter::once(config).chain(layers) {
-            blobs.push((d.digest, d.size as u64));
+            blobs.push((d.digest, d.size));
         }
     }
     blobs.sort();

@@ -9,6 +9,11 @@ pub const OCI_INDEX: &str = "application/vnd.oci.image.index.v1+json";
 pub const DOCKER_MANIFEST: &str = "application/vnd.docker.distribution.manifest.v2+json";
 pub const DOCKER_LIST: &str = "application/vnd.docker.distribution.manifest.list.v2+json";
 
+/// True for the four manifest and index media types.
+pub fn is_manifest_type(t: &str) -> bool {
+    matches!(t, OCI_MANIFEST | OCI_INDEX | DOCKER_MANIFEST | DOCKER_LIST)
+}
+
 /// The `Accept` header for manifest requests.
 pub const ACCEPT: &str = "application/vnd.oci.image.index.v1+json, application/vnd.docker.distribution.manifest.list.v2+json, application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json";
 
@@ -19,7 +24,8 @@ pub struct Descriptor {
     #[serde(default)]
     pub media_type: String,
     pub digest: String,
-    pub size: i64,
+    /// Bytes; a negative size does not parse.
+    pub size: u64,
     #[serde(default)]
     pub platform: Option<Platform>,
     #[serde(default)]
@@ -137,9 +143,6 @@ pub fn parse_manifest(bytes: &[u8], content_type: Option<&str>) -> Result<Manife
     let check = |d: &Descriptor| -> Result<(), String> {
         if !super::reference::is_digest(&d.digest) {
             return Err(format!("unsupported or malformed digest {:?}", d.digest));
-        }
-        if d.size < 0 {
-            return Err(format!("negative size for {}", d.digest));
         }
         Ok(())
     };

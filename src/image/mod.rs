@@ -19,12 +19,15 @@
 //! | [`cache`] | the content-addressed blob cache and the verifying reader |
 //! | [`unpacked`] | catalog images kept unpacked in the cache |
 //! | [`opm`] | `opm render`'s finishing of bundle images and its migrations |
-//! | [`push`] | pushing an image read from an OCI layout to a registry |
+//! | [`copy`] | copying an image or index between registries and OCI layouts, digests kept |
+//! | [`upload`] | the registry side of a copy: HEAD, mount, streamed and chunked uploads, manifests |
+//! | [`push`] | pushing an image read from an OCI layout to a registry (a copy) |
 //! | [`layout`] | writing OCI image layouts, and reading one image of a layout whole |
 //! | [`dockerfile`] | `opm generate dockerfile`'s Dockerfile |
 
 pub mod auth;
 pub mod cache;
+pub mod copy;
 pub mod dockerfile;
 pub mod fetch;
 pub mod kind;
@@ -40,6 +43,7 @@ pub mod registry;
 pub mod retry;
 pub mod trust;
 pub mod unpacked;
+pub mod upload;
 
 use crate::model::Bundle;
 use anyhow::{Context, Result};

@@ -77,7 +77,7 @@ pub fn pull(
     let labels = manifest::config_labels(&config_bytes).map_err(|e| anyhow!(e))?;
     let kind = kind::classify(&labels).map_err(|e| anyhow!(e))?;
     for layer in &layers {
-        if layer.size as u64 > opts.max_layer {
+        if layer.size > opts.max_layer {
             bail!(
                 "layer {} is {} bytes, over the size limit of {} bytes (--max-layer-size)",
                 layer.digest,
@@ -221,7 +221,7 @@ fn small_blob(
     } else {
         "image config"
     };
-    if d.size as u64 > opts.max_manifest {
+    if d.size > opts.max_manifest {
         bail!(
             "the {what} {} is {} bytes, over the size limit of {} bytes (--max-manifest-size)",
             d.digest,
@@ -278,7 +278,7 @@ fn apply_layer(
     bars: Option<&indicatif::MultiProgress>,
     downloaded: &mut usize,
 ) -> Result<()> {
-    let size = layer.size as u64;
+    let size = layer.size;
     let (reader, tee, from_cache): (Box<dyn Read + Send>, Option<&BlobCache>, bool) =
         match opts.cache.as_ref().and_then(|c| c.open_blob(&layer.digest)) {
             Some(f) => (Box::new(f), None, true),

@@ -131,6 +131,41 @@ impl Registry {
         })
     }
 
+    /// One request whose body is streamed from `body` (`len` bytes, sent as Content-Length),
+    /// never held whole. It is sent once: an upload's caller starts it over on failure. The
+    /// upload session was opened by a request that answered any auth challenge already.
+    pub fn send_reader(
+        &mut self,
+        method: &str,
+        url: &str,
+        headers: &[(&str, &str)],
+        body: &mut dyn Read,
+        len: u64,
+    ) -> std::result::Result<ureq::http::Response<ureq::Body>, SendError> {
+        let length = len.to_string();
+        let mut req = ureq::http::Request::builder()
+            .method(method)
+            .uri(url)
+            .header("Content-Type", "application/octet-stream")
+            .header("Content-Length", length.as_str());
+        if let Some(h) = &self.authorization {
+            req = req.header("Authorization", h);
+        }
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        let req = req
+            .body(ureq::SendBody::from_reader(body))
+            .map_err(|e| SendError {
+                error: anyhow!("{e}"),
+                transient: false,
+            })?;
+        self.agent.run(req).map_err(|e| SendError {
+            transient: fault(&e) == Fault::Broken,
+            error: self.transport_error(e),
+        })
+    }
+
     /// One request, answering one auth challenge.
     fn send_once(
         &mut self,

@@ -272,7 +272,7 @@ pub fn default_base(platforms: &[Platform], mtime: u64, staging: &Path) -> Resul
     let desc = Descriptor {
         media_type: super::layer::MEDIA_TYPE.into(),
         digest: layer.digest.clone(),
-        size: layer.size as i64,
+        size: layer.size,
         ..Default::default()
     };
     Ok(Base {

@@ -222,14 +222,10 @@ pub fn build(opts: &BuildOptions) -> Result<Staged, Error> {
         let mut layers = Vec::new();
         for d in &img.layers {
             if let Some(src) = base.source.as_mut() {
-                out.copy_from(src.as_mut(), &d.digest, d.size as u64)
+                out.copy_from(src.as_mut(), &d.digest, d.size)
                     .map_err(|e| Error::failed(format!("base image {}: {e:#}", base.name)))?;
             }
-            layers.push(config::layer_descriptor(
-                &d.media_type,
-                &d.digest,
-                d.size as u64,
-            ));
+            layers.push(config::layer_descriptor(&d.media_type, &d.digest, d.size));
         }
         for l in [&configs_layer, &cache_layer] {
             layers.push(config::layer_descriptor(
@@ -367,6 +363,7 @@ pub fn push_registries(
     targets: &[Target],
     opts: &BuildOptions,
     chunk_size: u64,
+    progress: &dyn crate::image::copy::Progress,
 ) -> Result<Vec<(Reference, Pushed)>, Error> {
     let base = opts
         .base
@@ -380,26 +377,25 @@ pub fn push_registries(
         let Target::Registry(r) = t else { continue };
         let mut push = PushOptions::new(opts.image.connection());
         push.chunk_size = chunk_size;
-        push.progress = opts.progress;
         push.mount_from = base
             .as_ref()
             .filter(|b| b.registry == r.registry)
             .map(|b| b.repository.clone());
-        let done = crate::image::push::push(&staged.image, r, &push).map_err(Error::failed)?;
+        let done =
+            crate::image::push::push(&staged.image, r, &push, progress).map_err(Error::failed)?;
         pushed.push((r.clone(), done));
     }
     Ok(pushed)
 }
 
 /// `opreg image push`: the image `source` names (`oci:DIR[:TAG]`) pushed to the registry
-/// reference `target`, blobs above `chunk_size` bytes in chunks, with a bar of the bytes done
-/// when `progress` is set.
+/// reference `target`, blobs above `chunk_size` bytes in chunks, reporting to `progress`.
 pub fn push_layout(
     source: &str,
     target: &str,
     args: &crate::image::ImageArgs,
     chunk_size: u64,
-    progress: bool,
+    progress: &dyn crate::image::copy::Progress,
 ) -> Result<(Reference, Pushed), Error> {
     let (dir, tag) = match Target::parse(source)? {
         Target::Layout { dir, tag } => (dir, tag),
@@ -421,7 +417,6 @@ pub fn push_layout(
         .map_err(|e| Error::failed(format!("{source}: {e:#}")))?;
     let mut push = PushOptions::new(args.connection());
     push.chunk_size = chunk_size;
-    push.progress = progress;
-    let pushed = crate::image::push::push(&img, &to, &push).map_err(Error::failed)?;
+    let pushed = crate::image::push::push(&img, &to, &push, progress).map_err(Error::failed)?;
     Ok((to, pushed))
 }

@@ -1,0 +1,462 @@
+//! Copying an image or an index, every platform of it, from a registry or an OCI layout to a
+//! registry or an OCI layout, keeping every digest: manifests are copied byte for byte.
+//!
+//! The manifests are read first (they are small and size-limited); then the blobs go, at most
+//! [`CopyOptions::jobs`] at a time, each streamed from the source to the destination without
+//! being held whole: a blob the destination has is not sent (HEAD), one in another repository
+//! of the same registry is mounted, others are uploaded (in chunks when large). Manifests go
+//! last, an index's children before the index, so a tag never points at something missing.
+//! Copies running at the same time that share an [`InFlight`] send a blob they share once.
+//! Progress goes to a [`Progress`]; the library draws nothing itself.
+
+use super::fetch::BlobSource;
+use super::layout::{LayoutWriter, Top};
+use super::manifest::{self, Manifest};
+use super::reference::{ImageSource, Reference};
+use super::registry::{Connection, Layout, Registry};
+pub use super::upload::Sent;
+use super::upload::{self, Sending};
+use anyhow::{anyhow, bail, Result};
+use std::collections::HashMap;
+use std::io::Read;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+/// How to copy.
+#[derive(Clone, Debug)]
+pub struct CopyOptions {
+    pub connection: Connection,
+    /// A repository of the destination's registry that may hold some of the blobs (a base
+    /// image's): they are mounted from it. Without one, a source repository on the same
+    /// registry is mounted from.
+    pub mount_from: Option<String>,
+    /// Blobs larger than this go up in chunks of this size.
+    pub chunk_size: u64,
+    /// Attempts per upload request on 429, 5xx or a dropped connection.
+    pub attempts: u32,
+    /// The first backoff; each retry doubles it, up to 10 s.
+    pub backoff: Duration,
+    /// Largest manifest accepted, in bytes.
+    pub max_manifest_size: u64,
+    /// Blobs copied at the same time (at least 1).
+    pub jobs: usize,
+    /// Blobs being sent, shared by copies that run at the same time.
+    pub in_flight: Arc<InFlight>,
+}
+
+impl CopyOptions {
+    pub fn new(connection: Connection) -> CopyOptions {
+        CopyOptions {
+            connection,
+            mount_from: None,
+            chunk_size: 16 << 20,
+            attempts: 4,
+            backoff: Duration::from_millis(250),
+            max_manifest_size: 4 << 20,
+            jobs: 4,
+            in_flight: Arc::default(),
+        }
+    }
+}
+
+/// A blob's send, done once.
+type Outcome = OnceLock<Result<Sent, String>>;
+
+/// The blobs copies have sent or are sending, by destination and digest: a second copy of the
+/// same blob to the same place waits for the first and sends nothing.
+#[derive(Debug, Default)]
+pub struct InFlight {
+    blobs: Mutex<HashMap<String, Arc<Outcome>>>,
+}
+
+impl InFlight {
+    /// Runs `send` once for `key`; later callers get its outcome as [`Sent::Skipped`].
+    fn once(&self, key: String, send: impl FnOnce() -> Result<Sent>) -> Result<Sent> {
+        let cell = self
+            .blobs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(key.clone())
+            .or_default()
+            .clone();
+        let mut mine = false;
+        let out = cell.get_or_init(|| {
+            mine = true;
+            send().map_err(|e| format!("{e:#}"))
+        });
+        if mine && out.is_err() {
+            // A failed send is not remembered: the next copy tries again.
+            self.blobs
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(&key);
+        }
+        match out {
+            Ok(sent) if mine => Ok(*sent),
+            Ok(_) => Ok(Sent::Skipped),
+            Err(e) => Err(anyhow!("{e}")),
+        }
+    }
+}
+
+/// What a copy reports as it goes. Every method has a default that does nothing; it is called
+/// from the copy's threads.
+pub trait Progress: Sync {
+    /// The blobs to copy and their bytes, once the manifests are read.
+    fn start(&self, _blobs: usize, _bytes: u64) {}
+    /// A blob done: its size and how it got there.
+    fn blob(&self, _digest: &str, _size: u64, _sent: Sent) {}
+    /// A manifest put (children first, the top last).
+    fn manifest(&self, _digest: &str) {}
+}
+
+/// Reports nothing.
+pub struct NoProgress;
+impl Progress for NoProgress {}
+
+/// What a copy did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Copied {
+    /// The digest of the top manifest or index, as the destination now holds it.
+    pub digest: String,
+    /// Blobs sent, and their bytes.
+    pub uploaded: usize,
+    pub uploaded_bytes: u64,
+    /// Blobs mounted from another repository.
+    pub mounted: usize,
+    /// Blobs the destination had already (or another copy sent).
+    pub skipped: usize,
+    /// Manifests put, an index's children included.
+    pub manifests: usize,
+}
+
+/// One manifest, as read.
+struct Doc {
+    top: Top,
+    bytes: Vec<u8>,
+}
+
+/// Everything an image references, read from the source.
+struct Plan {
+    top: Doc,
+    /// An index's manifests (empty for a single image).
+    children: Vec<Doc>,
+    /// Configs and layers, each once.
+    blobs: Vec<(String, u64)>,
+}
+
+/// Copies the image or index `from` names to `to`. An untagged registry destination is tagged
+/// `latest`; an untagged layout entry is listed without a name. The error is one line naming
+/// both references.
+pub fn copy(
+    from: &ImageSource,
+    to: &ImageSource,
+    opts: &CopyOptions,
+    progress: &dyn Progress,
+) -> Result<Copied> {
+    copy_inner(from, &source_reference(from), to, opts, progress).map_err(|e| {
+        anyhow!(
+            "{}",
+            format!("copy {} to {}: {e:#}", name(from), name(to)).replace('\n', "; ")
+        )
+    })
+}
+
+/// A reference as given (`oci:DIR[:TAG]` for a layout).
+pub fn name(s: &ImageSource) -> String {
+    match s {
+        ImageSource::Registry(r) => r.given.clone(),
+        ImageSource::Layout { dir, tag } => match tag {
+            Some(t) => format!("oci:{}:{t}", dir.display()),
+            None => format!("oci:{}", dir.display()),
+        },
+    }
+}
+
+/// [`copy`] of the manifest `digest` of `from`, the error left for the caller to word.
+pub fn copy_digest(
+    from: &ImageSource,
+    digest: &str,
+    to: &ImageSource,
+    opts: &CopyOptions,
+    progress: &dyn Progress,
+) -> Result<Copied> {
+    copy_inner(from, digest, to, opts, progress)
+}
+
+/// The tag or digest `from` names ("" for a layout's only image).
+fn source_reference(from: &ImageSource) -> String {
+    match from {
+        ImageSource::Registry(r) => r
+            .digest
+            .clone()
+            .unwrap_or_else(|| r.tag.clone().unwrap_or_else(|| "latest".into())),
+        ImageSource::Layout { tag, .. } => tag.clone().unwrap_or_default(),
+    }
+}
+
+fn copy_inner(
+    from: &ImageSource,
+    reference: &str,
+    to: &ImageSource,
+    opts: &CopyOptions,
+    progress: &dyn Progress,
+) -> Result<Copied> {
+    let mut src = open_source(from, &opts.connection)?;
+    let plan = read_plan(&mut *src, reference, opts.max_manifest_size)?;
+    progress.start(plan.blobs.len(), plan.blobs.iter().map(|b| b.1).sum());
+    let mut out = Copied {
+        digest: plan.top.top.digest.clone(),
+        ..Default::default()
+    };
+    copy_blobs(&plan.blobs, from, to, opts, progress, &mut out)?;
+    let sending = sending(opts);
+    match to {
+        ImageSource::Registry(r) => {
+            let mut reg = Registry::new(r, &opts.connection)?.for_push();
+            for d in &plan.children {
+                upload::put_manifest(
+                    &mut reg,
+                    &d.top.media_type,
+                    &d.bytes,
+                    &d.top.digest,
+                    &sending,
+                )?;
+                progress.manifest(&d.top.digest);
+            }
+            let tag = r.tag.clone().unwrap_or_else(|| "latest".into());
+            upload::put_manifest(
+                &mut reg,
+                &plan.top.top.media_type,
+                &plan.top.bytes,
+                &tag,
+                &sending,
+            )?;
+        }
+        ImageSource::Layout { dir, tag } => {
+            let w = LayoutWriter::create(dir)?;
+            for d in &plan.children {
+                w.put(&d.bytes)?;
+                progress.manifest(&d.top.digest);
+            }
+            w.put(&plan.top.bytes)?;
+            w.tag(&plan.top.top, tag.as_deref())?;
+        }
+    }
+    progress.manifest(&plan.top.top.digest);
+    out.manifests = plan.children.len() + 1;
+    Ok(out)
+}
+
+fn sending(opts: &CopyOptions) -> Sending {
+    Sending {
+        chunk_size: opts.chunk_size.max(1),
+        attempts: opts.attempts.max(1),
+        backoff: opts.backoff,
+    }
+}
+
+fn open_source(from: &ImageSource, conn: &Connection) -> Result<Box<dyn BlobSource + Send>> {
+    Ok(match from {
+        ImageSource::Registry(r) => Box::new(Registry::new(r, conn)?),
+        ImageSource::Layout { dir, .. } => Box::new(Layout::open(dir)?),
+    })
+}
+
+/// Reads the top manifest and, for an index, each of its manifests, checking their digests.
+fn read_plan(src: &mut dyn BlobSource, reference: &str, limit: u64) -> Result<Plan> {
+    let f = src.manifest(reference, limit)?;
+    let digest = super::cache::digest_of(&f.bytes);
+    if reference.starts_with("sha256:") && digest != reference {
+        bail!("manifest {reference} does not match its digest");
+    }
+    let (top_manifest, top) = doc(f.bytes, digest, f.content_type.as_deref())?;
+    let mut children = Vec::new();
+    let mut images = Vec::new();
+    match top_manifest {
+        Manifest::Index { manifests } => {
+            for d in manifests {
+                let bytes = src.manifest(&d.digest, limit)?.bytes;
+                if super::cache::digest_of(&bytes) != d.digest {
+                    bail!("manifest {} does not match its digest", d.digest);
+                }
+                let (m, child) = doc(bytes, d.digest.clone(), Some(&d.media_type))?;
+                images.push(m);
+                children.push(child);
+            }
+        }
+        m => images.push(m),
+    }
+    let mut blobs = Vec::new();
+    for m in images {
+        let Manifest::Image { config, layers } = m else {
+            bail!("image indexes nested in an index are not supported");
+        };
+        for d in std::iter::once(config).chain(layers) {
+            blobs.push((d.digest, d.size));
+        }
+    }
+    blobs.sort();
+    blobs.dedup();
+    Ok(Plan {
+        top,
+        children,
+        blobs,
+    })
+}
+
+/// A manifest's bytes parsed, with its media type: the document's own, else the one it was
+/// served or referred to with, else the OCI type its shape says.
+fn doc(bytes: Vec<u8>, digest: String, content_type: Option<&str>) -> Result<(Manifest, Doc)> {
+    let m = manifest::parse_manifest(&bytes, content_type)
+        .map_err(|e| anyhow!("manifest {digest}: {e}"))?;
+    let declared = serde_json::from_slice::<serde_json::Value>(&bytes)
+        .ok()
+        .and_then(|v| {
+            v.get("mediaType")
+                .and_then(|t| t.as_str())
+                .map(str::to_string)
+        })
+        .filter(|t| !t.is_empty());
+    let served = content_type
+        .map(|c| c.split(';').next().unwrap_or("").trim().to_string())
+        .filter(|c| manifest::is_manifest_type(c));
+    let media_type = declared.or(served).unwrap_or_else(|| match m {
+        Manifest::Index { .. } => manifest::OCI_INDEX.to_string(),
+        Manifest::Image { .. } => manifest::OCI_MANIFEST.to_string(),
+    });
+    let top = Top {
+        media_type,
+        size: bytes.len() as u64,
+        digest,
+    };
+    Ok((m, Doc { top, bytes }))
+}
+
+/// Copies `blobs`, `opts.jobs` at a time; the first failure stops the rest.
+fn copy_blobs(
+    blobs: &[(String, u64)],
+    from: &ImageSource,
+    to: &ImageSource,
+    opts: &CopyOptions,
+    progress: &dyn Progress,
+    out: &mut Copied,
+) -> Result<()> {
+    let next = AtomicUsize::new(0);
+    let failed = AtomicBool::new(false);
+    let totals = Mutex::new((out.clone(), None::<anyhow::Error>));
+    let jobs = opts.jobs.clamp(1, blobs.len().max(1));
+    std::thread::scope(|s| {
+        for _ in 0..jobs {
+            s.spawn(|| {
+                let result = (|| -> Result<()> {
+                    let mut worker = Worker::new(from, to, opts)?;
+                    loop {
+                        let i = next.fetch_add(1, Ordering::SeqCst);
+                        if i >= blobs.len() || failed.load(Ordering::SeqCst) {
+                            return Ok(());
+                        }
+                        let (digest, size) = &blobs[i];
+                        let sent = worker.blob(digest, *size)?;
+                        progress.blob(digest, *size, sent);
+                        let mut t = totals.lock().unwrap_or_else(|e| e.into_inner());
+                        match sent {
+                            Sent::Skipped => t.0.skipped += 1,
+                            Sent::Mounted => t.0.mounted += 1,
+                            Sent::Uploaded => {
+                                t.0.uploaded += 1;
+                                t.0.uploaded_bytes += size;
+                            }
+                        }
+                    }
+                })();
+                if let Err(e) = result {
+                    failed.store(true, Ordering::SeqCst);
+                    totals
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .1
+                        .get_or_insert(e);
+                }
+            });
+        }
+    });
+    let (totals, error) = totals.into_inner().unwrap_or_else(|e| e.into_inner());
+    if let Some(e) = error {
+        return Err(e);
+    }
+    *out = totals;
+    Ok(())
+}
+
+/// One thread's clients: its own source and destination connections.
+struct Worker<'a> {
+    src: Box<dyn BlobSource + Send>,
+    dest: Dest,
+    opts: &'a CopyOptions,
+    /// Where blobs may be mounted from.
+    mount_from: Option<String>,
+}
+
+enum Dest {
+    Registry { reg: Box<Registry>, key: String },
+    Layout { w: LayoutWriter, key: String },
+}
+
+impl<'a> Worker<'a> {
+    fn new(from: &ImageSource, to: &ImageSource, opts: &'a CopyOptions) -> Result<Worker<'a>> {
+        let src = open_source(from, &opts.connection)?;
+        let (dest, mount_from) = match to {
+            ImageSource::Registry(r) => {
+                let key = format!("{}/{}", r.registry, r.repository);
+                let reg = Box::new(Registry::new(r, &opts.connection)?.for_push());
+                (Dest::Registry { reg, key }, mount_source(from, r, opts))
+            }
+            ImageSource::Layout { dir, .. } => {
+                let w = LayoutWriter::create(dir)?;
+                let key = format!("oci:{}", dir.display());
+                (Dest::Layout { w, key }, None)
+            }
+        };
+        Ok(Worker {
+            src,
+            dest,
+            opts,
+            mount_from,
+        })
+    }
+
+    fn blob(&mut self, digest: &str, size: u64) -> Result<Sent> {
+        let (src, opts, mount_from) = (&mut self.src, self.opts, self.mount_from.as_deref());
+        match &mut self.dest {
+            Dest::Registry { reg, key } => opts.in_flight.once(format!("{key}@{digest}"), || {
+                if upload::exists(reg, digest)? {
+                    return Ok(Sent::Skipped);
+                }
+                let mut open = || -> Result<Box<dyn Read + Send>> { src.blob(digest) };
+                upload::upload(reg, digest, size, mount_from, &sending(opts), &mut open)
+            }),
+            Dest::Layout { w, key } => opts.in_flight.once(format!("{key}@{digest}"), || {
+                if w.has(digest) {
+                    return Ok(Sent::Skipped);
+                }
+                w.copy_from(&mut **src, digest, size)?;
+                Ok(Sent::Uploaded)
+            }),
+        }
+    }
+}
+
+/// The repository to mount from: the caller's, else the source's when it is another
+/// repository of the destination's registry.
+fn mount_source(from: &ImageSource, to: &Reference, opts: &CopyOptions) -> Option<String> {
+    let from_repo = match from {
+        ImageSource::Registry(r) if r.registry == to.registry => Some(r.repository.clone()),
+        _ => None,
+    };
+    opts.mount_from
+        .clone()
+        .or(from_repo)
+        .filter(|m| *m != to.repository)
+}
