@@ -90,21 +90,39 @@ pub fn parse(spec: &str) -> Result<Normalized, String> {
 
 const UPPERCASE: &str = "invalid reference format: repository name must be lowercase";
 
+/// Docker Hub's canonical name, and every name it goes by: that, the legacy name a reference
+/// may give, and the host its registry API is served from (docker config `auths` keys use all
+/// three).
+pub const DOCKER_HUB: &str = "docker.io";
+pub const DOCKER_HUB_NAMES: [&str; 3] = [DOCKER_HUB, "index.docker.io", DOCKER_HUB_API];
+/// The host Docker Hub's registry API is served from.
+pub const DOCKER_HUB_API: &str = "registry-1.docker.io";
+
+/// docker.io normalization, the one place it is written (docker's `ParseNormalizedNamed`): a
+/// reference without a domain, or with the legacy `index.docker.io`, names `docker.io`, and a
+/// one-component path there is in `library/`. Returns the domain and the path.
+pub fn normalize_docker_hub(domain: Option<&str>, path: &str) -> (String, String) {
+    let domain = match domain {
+        None => DOCKER_HUB,
+        Some(d) if d == DOCKER_HUB_NAMES[1] => DOCKER_HUB,
+        Some(d) => d,
+    };
+    let path = if domain == DOCKER_HUB && !path.contains('/') {
+        format!("library/{path}")
+    } else {
+        path.to_string()
+    };
+    (domain.to_string(), path)
+}
+
 /// The domain the reference names and the rest, after docker.io normalization.
 fn split_domain(s: &str) -> (String, String) {
-    let (mut domain, mut rest) = match s.split_once('/') {
+    match s.split_once('/') {
         Some((first, rest)) if first.contains(['.', ':']) || first == "localhost" => {
-            (first.to_string(), rest.to_string())
+            normalize_docker_hub(Some(first), rest)
         }
-        _ => ("docker.io".to_string(), s.to_string()),
-    };
-    if domain == "index.docker.io" {
-        domain = "docker.io".into();
+        _ => normalize_docker_hub(None, s),
     }
-    if domain == "docker.io" && !rest.contains('/') {
-        rest = format!("library/{rest}");
-    }
-    (domain, rest)
 }
 
 /// Matches `s` against `reference`; returns the name, the tag and the digest.

@@ -40,7 +40,9 @@
 //! * [`metrics`] (Prometheus metrics, per-call logs) and [`conn`] (the accept loop, slow-client
 //!   limits, write coalescing and TLS both ports use); [`server`] (the gRPC surface) and
 //!   [`http`] (catalogd's HTTP API, health, metrics), siblings on one served version.
-//! * [`serve`] (`opreg serve`: runtime, cache, reloads, watch, poll) and [`probe`] (the health
+//! * [`cache`]: a SOURCE built into (or reused from) a cache directory as an open store;
+//!   `serve` and `imagebuild` both call it.
+//! * [`serve`] (`opreg serve`: runtime, reloads, watch, poll) and [`probe`] (the health
 //!   probe client).
 //! * [`cli`]: parses arguments, calls one library function per command, prints through
 //!   `cli::output`, maps [`error::Error`] to exit codes in one place.
@@ -75,6 +77,7 @@ pub mod upgrades_api {
 }
 
 pub mod authoring;
+pub mod cache;
 pub mod catalog;
 pub mod cli;
 pub mod conn;

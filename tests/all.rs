@@ -64,6 +64,7 @@ mod swap;
 mod template_kinds_cli;
 mod template_semver;
 mod test_deps;
+mod tidy;
 mod upgrade;
 mod upgrade_lints;
 mod upgrade_props;

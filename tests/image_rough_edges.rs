@@ -195,7 +195,7 @@ fn the_scratch_note_and_the_deployment_doc_agree() {
     assert!(!doc.contains("cacheDir: /tmp/cache"), "docs/deployment.md");
     // What the smoke finds in /tmp/cache is opreg's database.
     let smoke = std::fs::read_to_string(root.join("scripts/container-smoke.sh")).unwrap();
-    let db = opreg::serve::cache::CACHE_DB;
+    let db = opreg::cache::CACHE_DB;
     assert!(
         smoke.contains(&format!("tmp/cache/{db}")),
         "container-smoke.sh"

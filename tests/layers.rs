@@ -33,12 +33,12 @@ fn table() -> BTreeMap<String, BTreeSet<String>> {
     t
 }
 
-fn root() -> PathBuf {
+pub(crate) fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
 /// Every `.rs` file under `dir`.
-fn files(dir: &Path, out: &mut Vec<PathBuf>) {
+pub(crate) fn files(dir: &Path, out: &mut Vec<PathBuf>) {
     for e in std::fs::read_dir(dir).unwrap() {
         let p = e.unwrap().path();
         if p.is_dir() {
@@ -51,7 +51,7 @@ fn files(dir: &Path, out: &mut Vec<PathBuf>) {
 
 /// The text without comments (line comments and doc comments; string contents are kept,
 /// which is harmless: no string here spells `crate::`).
-fn code(text: &str) -> String {
+pub(crate) fn code(text: &str) -> String {
     text.lines()
         .map(|l| match l.find("//") {
             Some(i) => &l[..i],

@@ -552,3 +552,42 @@ fn upgrade_refuses_an_unusable_database_with_one_line() {
         assert!(words.iter().any(|w| lines[0].contains(w)), "{err}");
     }
 }
+
+/// A stored column the builder never writes is an error where the catalog is read back, not a
+/// default: an icon with data but no media type (`render`), and a bundle in no channel
+/// (`upgrade`).
+#[test]
+fn a_bad_column_is_an_error_not_a_default() {
+    let tmp = tempfile::tempdir().unwrap();
+    let good = build_db(tmp.path(), "good.db");
+    let damage = |name: &str, sql: &str| {
+        let db = tmp.path().join(name);
+        std::fs::copy(&good, &db).unwrap();
+        let c = rusqlite::Connection::open(&db).unwrap();
+        assert!(c.execute(sql, []).unwrap() > 0, "{sql}");
+        db
+    };
+    let no_mediatype = damage(
+        "no-mediatype.db",
+        "UPDATE package SET icon_data = 'aGk=', icon_mediatype = NULL WHERE name = 'etcd'",
+    );
+    let (code, _, err) = opreg(&["render", no_mediatype.to_str().unwrap()]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("icon_mediatype"), "{err}");
+
+    let no_channel = damage(
+        "no-channel.db",
+        "DELETE FROM channel_entry WHERE package = 'etcd' AND bundle = 'etcdoperator.v0.9.0'",
+    );
+    let (code, _, err) = opreg(&[
+        "upgrade",
+        no_channel.to_str().unwrap(),
+        "-p",
+        "etcd",
+        "--from",
+        "etcdoperator.v0.9.0",
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("is in no channel"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}

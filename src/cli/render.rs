@@ -4,7 +4,6 @@
 
 use crate::catalog::fbc::{self, RenderFormat};
 use crate::image::opm::MigrateLevel;
-use std::io::Write;
 use std::path::PathBuf;
 
 // Help text: the doc comment of `Command::Render` in src/cli/mod.rs.
@@ -39,8 +38,6 @@ pub fn run(a: Args) -> i32 {
     } else {
         a.migrate_level
     };
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
     // As opm does, each bundle image and bundle directory is rendered on its own, as one
     // olm.bundle; runs of other SOURCEs are read together as one catalog. Everything is then
     // written together, in opm's order.
@@ -88,20 +85,14 @@ pub fn run(a: Args) -> i32 {
             .iter_mut()
             .for_each(crate::image::opm::bundle_object_to_csv_metadata);
     }
-    let written = fbc::render_all(
-        &catalogs.iter().collect::<Vec<_>>(),
-        &bundles.iter().collect::<Vec<_>>(),
-        a.output_format,
-        &mut out,
-    );
-    if let Err(e) = written.and_then(|_| out.flush()) {
-        if e.kind() == std::io::ErrorKind::BrokenPipe {
-            return super::EXIT_OK;
-        }
-        super::output::error(format_args!("writing output: {e}"));
-        return super::EXIT_FAILURE;
-    }
-    super::EXIT_OK
+    super::output::write_or_fail(|out| {
+        fbc::render_all(
+            &catalogs.iter().collect::<Vec<_>>(),
+            &bundles.iter().collect::<Vec<_>>(),
+            a.output_format,
+            out,
+        )
+    })
 }
 
 /// Every problem of a catalog rendered anyway, as a warning, and a note that it is invalid.

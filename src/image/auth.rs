@@ -109,8 +109,8 @@ pub fn find_in_config(
     for (k, entry) in auths {
         by_key.insert(normalize_key(k), entry);
     }
-    let hosts: Vec<&str> = if registry == super::reference::DOCKER_HUB {
-        vec!["docker.io", "index.docker.io", "registry-1.docker.io"]
+    let hosts: Vec<&str> = if registry == crate::imageref::DOCKER_HUB {
+        crate::imageref::DOCKER_HUB_NAMES.to_vec()
     } else {
         vec![registry]
     };

@@ -4,9 +4,7 @@
 use std::fmt;
 use std::path::PathBuf;
 
-/// The registry docker.io names, and the host its API is served from.
-pub const DOCKER_HUB: &str = "docker.io";
-const DOCKER_HUB_API: &str = "registry-1.docker.io";
+use crate::imageref::{DOCKER_HUB, DOCKER_HUB_API};
 
 /// A parsed registry reference. `given` keeps the text as the user wrote it: it is what a
 /// rendered bundle's `image` says.

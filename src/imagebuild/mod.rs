@@ -2,9 +2,12 @@
 //! file per package, opm's layout), and laid over a base image as reproducible layers, with the
 //! opreg database pre-built from exactly those files when the base's server can read it.
 //!
-//! The image is first written to a private OCI layout ([`Staged`]); [`write_layouts`] then
-//! copies it to `oci:DIR[:TAG]` layouts, and [`push_registries`] sends it to registries
-//! ([`crate::image::push`]).
+//! [`build`] runs the stages in order, each of which a caller can run alone: read and validate
+//! the catalog ([`read_catalog`]), write `/configs` in opm's layout ([`write_configs`]), build
+//! the cache ([`build_cache`], through [`crate::cache`] as `serve` builds it), and assemble the
+//! layers over a base ([`assemble`]). The image is first written to a private OCI layout
+//! ([`Staged`]); [`write_layouts`] then copies it to `oci:DIR[:TAG]` layouts, and
+//! [`push_registries`] sends it to registries ([`crate::image::push`]).
 //!
 //! | module | owns |
 //! |---|---|
@@ -22,7 +25,7 @@ use crate::image::layout::{LayoutWriter, Top};
 use crate::image::manifest::{self, Platform};
 use crate::image::push::{PushOptions, Pushed};
 use crate::image::reference::{self, ImageSource, Reference};
-use layer::{LayerBuilder, Owner, ROOT};
+use layer::{Layer, LayerBuilder, Owner, ROOT};
 use std::path::{Path, PathBuf};
 
 /// The label naming the FBC directory of a catalog image.
@@ -90,27 +93,13 @@ pub struct Staged {
     pub warnings: Vec<Diagnostic>,
 }
 
-/// Validates the catalog, then builds the image into a private layout.
+/// Validates the catalog, then builds the image into a private layout: the stages below, in
+/// order ([`read_catalog`], [`write_configs`], [`build_cache`], [`assemble`]).
 pub fn build(opts: &BuildOptions) -> Result<Staged, Error> {
     let mtime = opts.source_date_epoch.unwrap_or(0);
     let configs_path = absolute(&opts.configs_path, "--configs-path")?;
     let cache_path = absolute(&opts.cache_path, "--cache-path")?;
-    let resolved = crate::image::resolve(&opts.sources, &opts.image, opts.progress)
-        .map_err(|e| Error::failed(crate::image::one_line(&e)))?;
-    let load = crate::load::LoadOptions {
-        progress: opts.progress,
-        ..Default::default()
-    };
-    let checked = crate::load::check(&resolved, &load, &mut |b, _| b);
-    let catalog = match checked.result {
-        Ok(c) => c.into_inner(),
-        Err(_) => {
-            return Err(Error::Invalid {
-                errors: checked.errors,
-                warnings: checked.warnings,
-            })
-        }
-    };
+    let (catalog, warnings) = read_catalog(opts)?;
     let staging = tempfile::Builder::new()
         .prefix("opreg-image-build-")
         .tempdir()?;
@@ -148,43 +137,103 @@ pub fn build(opts: &BuildOptions) -> Result<Staged, Error> {
     }
     configs_layer.tree(&configs_dir, &configs_path, ROOT, 0o755, 0o644)?;
     let configs_layer = configs_layer.write(&work)?;
-    let mut cache_layer = LayerBuilder::new(mtime);
-    cache_layer.parents(&cache_path);
-    if with_cache {
-        let cache_dir = work.join("cache");
-        let cancel = std::sync::atomic::AtomicBool::new(false);
-        let prepare = crate::serve::cache::Prepare {
-            cache_dir: &cache_dir,
-            enforce: false,
-            image: &Default::default(),
-            render: None,
-            allow_empty: false,
-            cancel: &cancel,
-        };
-        crate::serve::cache::prepare(Some(&configs_dir), &prepare)
-            .map_err(|e| Error::failed(format!("cannot build the cache: {}", e.detail())))?;
-        const CACHE_OWNER: Owner = Owner { uid: 1001, gid: 0 };
-        cache_layer.dir(&cache_path, 0o775, CACHE_OWNER);
-        if lower {
-            cache_layer.opaque(&cache_path);
-        }
-        let db = crate::serve::cache::CACHE_DB;
-        cache_layer.file(
-            &format!("{cache_path}/{db}"),
-            0o644,
-            CACHE_OWNER,
-            &cache_dir.join(db),
-        );
-    } else {
-        cache_layer.whiteout(&cache_path);
-    }
-    let cache_layer = cache_layer.write(&work)?;
+    let db = match with_cache {
+        true => Some(build_cache(&configs_dir, &work.join("cache"))?),
+        false => None,
+    };
+    let cache_layer = cache_layer(db.as_deref(), &cache_path, lower, mtime, &work)?;
 
     let mut cmd = vec!["serve".to_string(), configs_path.clone()];
     if with_cache {
         cmd.push(format!("--cache-dir={cache_path}"));
     }
-    let mut labels = vec![(CONFIGS_LABEL.to_string(), configs_path.clone())];
+    let labels = labels(opts, &configs_path, &base);
+    let settings = config::Settings {
+        labels: &labels,
+        entrypoint: vec!["/bin/opm".into()],
+        cmd,
+        mtime,
+    };
+    let top = assemble(&mut base, [&configs_layer, &cache_layer], &settings, &out)?;
+    out.tag(&top, None)?;
+    let _ = std::fs::remove_dir_all(&work);
+    let image = crate::image::layout::read_image(out.dir(), None, opts.image.max_manifest_size)?;
+    Ok(Staged {
+        _dir: staging,
+        image,
+        platforms: base.images.iter().map(|i| i.platform.to_string()).collect(),
+        with_cache,
+        note,
+        warnings,
+    })
+}
+
+/// Stage one: reads the SOURCEs and validates them; the catalog and its warnings, or every
+/// problem found.
+pub fn read_catalog(
+    opts: &BuildOptions,
+) -> Result<(crate::model::Catalog, Vec<Diagnostic>), Error> {
+    let resolved = crate::image::resolve(&opts.sources, &opts.image, opts.progress)
+        .map_err(|e| Error::failed(crate::image::one_line(&e)))?;
+    let load = crate::load::LoadOptions {
+        progress: opts.progress,
+        ..Default::default()
+    };
+    let checked = crate::load::check(&resolved, &load, &mut |b, _| b);
+    match checked.result {
+        Ok(c) => Ok((c.into_inner(), checked.warnings)),
+        Err(_) => Err(Error::Invalid {
+            errors: checked.errors,
+            warnings: checked.warnings,
+        }),
+    }
+}
+
+/// Stage three: builds the opreg database of a `/configs` directory ([`write_configs`]) into
+/// `cache_dir`, through [`crate::cache`] as `serve` builds it; returns the database's path.
+pub fn build_cache(configs_dir: &Path, cache_dir: &Path) -> Result<PathBuf, Error> {
+    let cancel = std::sync::atomic::AtomicBool::new(false);
+    let prepare = crate::cache::Prepare {
+        cache_dir,
+        enforce: false,
+        image: &Default::default(),
+        render: None,
+        allow_empty: false,
+        cancel: &cancel,
+    };
+    crate::cache::prepare(Some(configs_dir), &prepare)
+        .map_err(|e| Error::failed(format!("cannot build the cache: {}", e.detail())))?;
+    Ok(cache_dir.join(crate::cache::CACHE_DB))
+}
+
+/// The cache layer: the database `db` at `cache_path`, owned by USER 1001; without one, a
+/// whiteout of `cache_path`, so that no base's cache is served with another catalog.
+fn cache_layer(
+    db: Option<&Path>,
+    cache_path: &str,
+    lower: bool,
+    mtime: u64,
+    work: &Path,
+) -> Result<Layer, Error> {
+    let mut cache_layer = LayerBuilder::new(mtime);
+    cache_layer.parents(cache_path);
+    if let Some(db) = db {
+        const CACHE_OWNER: Owner = Owner { uid: 1001, gid: 0 };
+        cache_layer.dir(cache_path, 0o775, CACHE_OWNER);
+        if lower {
+            cache_layer.opaque(cache_path);
+        }
+        let name = crate::cache::CACHE_DB;
+        cache_layer.file(&format!("{cache_path}/{name}"), 0o644, CACHE_OWNER, db);
+    } else {
+        cache_layer.whiteout(cache_path);
+    }
+    Ok(cache_layer.write(work)?)
+}
+
+/// The image's labels: the configs label, the creation time, the base, then `--label`s.
+fn labels(opts: &BuildOptions, configs_path: &str, base: &base::Base) -> Vec<(String, String)> {
+    let mut labels = vec![(CONFIGS_LABEL.to_string(), configs_path.to_string())];
     if let Some(e) = opts.source_date_epoch {
         labels.push((
             "org.opencontainers.image.created".into(),
@@ -203,18 +252,22 @@ pub fn build(opts: &BuildOptions) -> Result<Staged, Error> {
         labels.push(("org.opencontainers.image.base.digest".into(), d.clone()));
     }
     labels.extend(opts.labels.iter().cloned());
-    let settings = config::Settings {
-        labels: &labels,
-        entrypoint: vec!["/bin/opm".into()],
-        cmd,
-        mtime,
-    };
+    labels
+}
 
-    // Blobs: the base's layers, then ours, then configs and manifests.
+/// Stage four: the catalog's layers over each of the base's images, written to `out` (the
+/// base's blobs, then ours, then configs and manifests); returns the top descriptor to tag.
+pub fn assemble(
+    base: &mut base::Base,
+    ours: [&Layer; 2],
+    settings: &config::Settings<'_>,
+    out: &LayoutWriter,
+) -> Result<Top, Error> {
+    let [configs_layer, cache_layer] = ours;
     if let Some(own) = base.own_layer.take() {
         out.adopt(&own.path, &own.digest)?;
     }
-    for l in [&configs_layer, &cache_layer] {
+    for l in ours {
         out.adopt(&l.path, &l.digest)?;
     }
     let mut entries = Vec::new();
@@ -227,7 +280,7 @@ pub fn build(opts: &BuildOptions) -> Result<Staged, Error> {
             }
             layers.push(config::layer_descriptor(&d.media_type, &d.digest, d.size));
         }
-        for l in [&configs_layer, &cache_layer] {
+        for l in ours {
             layers.push(config::layer_descriptor(
                 layer::MEDIA_TYPE,
                 &l.digest,
@@ -236,8 +289,8 @@ pub fn build(opts: &BuildOptions) -> Result<Staged, Error> {
         }
         let cfg = config::catalog_config(
             &img.config,
-            &[(&configs_layer, "catalog"), (&cache_layer, "cache")],
-            &settings,
+            &[(configs_layer, "catalog"), (cache_layer, "cache")],
+            settings,
         );
         let cfg_bytes = serde_json::to_vec(&cfg).map_err(anyhow::Error::from)?;
         let cfg_digest = out.put(&cfg_bytes)?;
@@ -250,7 +303,7 @@ pub fn build(opts: &BuildOptions) -> Result<Staged, Error> {
             config::platform_value(&img.platform),
         ));
     }
-    let top = if base.index {
+    Ok(if base.index {
         let i = serde_json::to_vec(&config::index(&entries)).map_err(anyhow::Error::from)?;
         let d = out.put(&i)?;
         Top {
@@ -265,17 +318,6 @@ pub fn build(opts: &BuildOptions) -> Result<Staged, Error> {
             digest: d.clone(),
             size: *s as u64,
         }
-    };
-    out.tag(&top, None)?;
-    let _ = std::fs::remove_dir_all(&work);
-    let image = crate::image::layout::read_image(out.dir(), None, opts.image.max_manifest_size)?;
-    Ok(Staged {
-        _dir: staging,
-        image,
-        platforms: base.images.iter().map(|i| i.platform.to_string()).collect(),
-        with_cache,
-        note,
-        warnings: checked.warnings,
     })
 }
 

@@ -11,8 +11,9 @@ pub mod cache;
 pub mod poll;
 pub mod reload;
 
+use crate::cache::Prepare;
 use crate::error::{Error, Result};
-use cache::{Prepare, WorkDir};
+use cache::WorkDir;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -271,7 +272,7 @@ async fn cache_only(o: ServeOptions, enforce: bool, cancel: Arc<AtomicBool>) -> 
             allow_empty: o.allow_empty,
             cancel: &cancel,
         };
-        cache::prepare(o.source.as_deref(), &p).map(|_| ())
+        crate::cache::prepare(o.source.as_deref(), &p).map(|_| ())
     });
     tokio::select! {
         res = build => {
@@ -329,7 +330,7 @@ fn build_fn(
             allow_empty,
             cancel: &cancel,
         };
-        let built = cache::prepare(src.as_deref(), &p)?;
+        let built = crate::cache::prepare(src.as_deref(), &p)?;
         let (store, content) = match reload_dir {
             Some(d) => (built.store.keep_alive(d), built.content),
             None => (built.store, built.content),

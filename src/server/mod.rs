@@ -152,60 +152,7 @@ pub async fn serve(
     // Loading and the integrity check count as work: an idle server gives memory back only
     // after them.
     let busy = opts.metrics.as_ref().map(|m| m.activity.busy());
-    tokio::spawn(async move {
-        let _busy = busy;
-        let started = std::time::Instant::now();
-        // The package index is read before SERVING, so GetPackage and the channel checks
-        // never touch SQLite.
-        let load = move || {
-            let store = load()?;
-            store.package_index()?;
-            Ok::<_, anyhow::Error>(store)
-        };
-        match tokio::task::spawn_blocking(load).await {
-            Ok(Ok(store)) => {
-                loader_state.set(store.clone());
-                tracing::info!(
-                    elapsed_ms = started.elapsed().as_millis() as u64,
-                    "catalog loaded; serving"
-                );
-                // The loader checked what is cheap (header, size, format, version); the full
-                // page check reads the whole file, so it runs after SERVING. A damaged
-                // database still stops the server, with the same message, a moment later.
-                let check = move || {
-                    let checked = store.verify();
-                    // The check read the whole file; what its thread freed is given back
-                    // now, not when the idle thread exits.
-                    crate::memory::collect_this_thread();
-                    checked
-                };
-                match tokio::task::spawn_blocking(check).await {
-                    Ok(Ok(())) => tracing::info!(
-                        elapsed_ms = started.elapsed().as_millis() as u64,
-                        "integrity check passed"
-                    ),
-                    Ok(Err(e)) => {
-                        loader_state.fail();
-                        let _ = fatal_tx.send(e).await;
-                    }
-                    Err(e) => {
-                        loader_state.fail();
-                        let _ = fatal_tx
-                            .send(anyhow::anyhow!("integrity check panicked: {e}"))
-                            .await;
-                    }
-                }
-            }
-            Ok(Err(e)) => {
-                let _ = fatal_tx.send(e).await;
-            }
-            Err(e) => {
-                let _ = fatal_tx
-                    .send(anyhow::anyhow!("catalog loader panicked: {e}"))
-                    .await;
-            }
-        }
-    });
+    tokio::spawn(load_then_check(load, loader_state, fatal_tx, busy));
 
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let (http_stop_tx, http_stop_rx) = tokio::sync::oneshot::channel::<()>();
@@ -281,6 +228,68 @@ pub async fn serve(
     }
     tracing::info!("stopped");
     Ok(())
+}
+
+/// Loads the store on the blocking pool and serves it, then runs the full integrity check; a
+/// failure of either is sent to `fatal` (it stops the server). `_busy` keeps the server busy
+/// meanwhile: an idle server gives memory back only after them.
+async fn load_then_check<B>(
+    load: impl FnOnce() -> Result<Store> + Send + 'static,
+    loader_state: Arc<State>,
+    fatal_tx: tokio::sync::mpsc::Sender<anyhow::Error>,
+    _busy: B,
+) {
+    let started = std::time::Instant::now();
+    // The package index is read before SERVING, so GetPackage and the channel checks
+    // never touch SQLite.
+    let load = move || {
+        let store = load()?;
+        store.package_index()?;
+        Ok::<_, anyhow::Error>(store)
+    };
+    match tokio::task::spawn_blocking(load).await {
+        Ok(Ok(store)) => {
+            loader_state.set(store.clone());
+            tracing::info!(
+                elapsed_ms = started.elapsed().as_millis() as u64,
+                "catalog loaded; serving"
+            );
+            // The loader checked what is cheap (header, size, format, version); the full
+            // page check reads the whole file, so it runs after SERVING. A damaged
+            // database still stops the server, with the same message, a moment later.
+            let check = move || {
+                let checked = store.verify();
+                // The check read the whole file; what its thread freed is given back
+                // now, not when the idle thread exits.
+                crate::memory::collect_this_thread();
+                checked
+            };
+            match tokio::task::spawn_blocking(check).await {
+                Ok(Ok(())) => tracing::info!(
+                    elapsed_ms = started.elapsed().as_millis() as u64,
+                    "integrity check passed"
+                ),
+                Ok(Err(e)) => {
+                    loader_state.fail();
+                    let _ = fatal_tx.send(e).await;
+                }
+                Err(e) => {
+                    loader_state.fail();
+                    let _ = fatal_tx
+                        .send(anyhow::anyhow!("integrity check panicked: {e}"))
+                        .await;
+                }
+            }
+        }
+        Ok(Err(e)) => {
+            let _ = fatal_tx.send(e).await;
+        }
+        Err(e) => {
+            let _ = fatal_tx
+                .send(anyhow::anyhow!("catalog loader panicked: {e}"))
+                .await;
+        }
+    }
 }
 
 /// SIGTERM and SIGINT, caught from [`StopSignal::install`] on: a signal that comes before the

@@ -83,23 +83,13 @@ impl Store {
             Some(_) => format!(" WHERE {clause}"),
             None => String::new(),
         };
-        let of_bundles = only("bundle_id IN (SELECT id FROM bundle WHERE package = ?1)");
         let mut st = c.prepare(&format!("SELECT name, default_channel, description, icon_data, icon_mediatype, properties FROM package{} ORDER BY name", only("name = ?1")))?;
         let rows = st.query_map(args(), |r| {
             Ok(Package {
                 name: r.get(0)?,
                 default_channel: r.get(1)?,
                 description: r.get(2)?,
-                icon: match (
-                    r.get::<_, Option<String>>(3)?,
-                    r.get::<_, Option<String>>(4)?,
-                ) {
-                    (Some(d), m) => Some(Icon {
-                        base64data: d,
-                        mediatype: m.unwrap_or_default(),
-                    }),
-                    _ => None,
-                },
+                icon: icon_at(r, 3)?,
                 properties: r.get::<_, Properties>(5)?.0,
                 origin: origin.clone(),
                 ..Default::default()
@@ -147,46 +137,7 @@ impl Store {
             }
         }
         if with_bundles {
-            let mut ids = std::collections::HashMap::new();
-            let mut st = c.prepare(&format!(
-                "SELECT id, package, name, image FROM bundle{} ORDER BY id",
-                only("package = ?1")
-            ))?;
-            let mut rows = st.query(args())?;
-            while let Some(r) = rows.next()? {
-                let (id, pkg, name): (i64, String, String) = (r.get(0)?, r.get(1)?, r.get(2)?);
-                ids.insert(id, (pkg.clone(), name.clone()));
-                if let Some(p) = cat.packages.get_mut(&pkg) {
-                    p.bundles.insert(
-                        name.clone(),
-                        Bundle {
-                            name,
-                            package: pkg,
-                            image: r.get(3)?,
-                            origin: origin.clone(),
-                            ..Default::default()
-                        },
-                    );
-                }
-            }
-            let mut st = c.prepare(&format!(
-                "SELECT bundle_id, type, value FROM bundle_property{of_bundles} ORDER BY bundle_id, seq"
-            ))?;
-            let mut rows = st.query(args())?;
-            while let Some(r) = rows.next()? {
-                if let Some(b) = bundle_by_id(&mut cat, &ids, r.get(0)?) {
-                    b.properties.push(property_at(r, 1)?);
-                }
-            }
-            let mut st = c.prepare(&format!(
-                "SELECT bundle_id, name, image FROM related_image{of_bundles} ORDER BY bundle_id, seq"
-            ))?;
-            let mut rows = st.query(args())?;
-            while let Some(r) = rows.next()? {
-                if let Some(b) = bundle_by_id(&mut cat, &ids, r.get(0)?) {
-                    b.related_images.push(related_image_at(r, 1)?);
-                }
-            }
+            load_bundles(&c, &mut cat, package, &origin)?;
         }
         let mut st = c.prepare(&format!(
             "SELECT package, schema, name, message FROM deprecation_entry{} ORDER BY package, seq",
@@ -226,6 +177,88 @@ impl Store {
             cat.others.push(m?);
         }
         Ok(cat)
+    }
+}
+
+/// The bundles of `cat` (of `package` only, when given): their rows, properties and related
+/// images, into the packages already read.
+fn load_bundles(
+    c: &rusqlite::Connection,
+    cat: &mut Catalog,
+    package: Option<&str>,
+    origin: &Origin,
+) -> Result<()> {
+    let args = || rusqlite::params_from_iter(package.iter());
+    let only = |clause: &str| match package {
+        Some(_) => format!(" WHERE {clause}"),
+        None => String::new(),
+    };
+    let of_bundles = only("bundle_id IN (SELECT id FROM bundle WHERE package = ?1)");
+    let mut ids = std::collections::HashMap::new();
+    let mut st = c.prepare(&format!(
+        "SELECT id, package, name, image FROM bundle{} ORDER BY id",
+        only("package = ?1")
+    ))?;
+    let mut rows = st.query(args())?;
+    while let Some(r) = rows.next()? {
+        let (id, pkg, name): (i64, String, String) = (r.get(0)?, r.get(1)?, r.get(2)?);
+        ids.insert(id, (pkg.clone(), name.clone()));
+        if let Some(p) = cat.packages.get_mut(&pkg) {
+            p.bundles.insert(
+                name.clone(),
+                Bundle {
+                    name,
+                    package: pkg,
+                    image: r.get(3)?,
+                    origin: origin.clone(),
+                    ..Default::default()
+                },
+            );
+        }
+    }
+    let mut st = c.prepare(&format!(
+        "SELECT bundle_id, type, value FROM bundle_property{of_bundles} ORDER BY bundle_id, seq"
+    ))?;
+    let mut rows = st.query(args())?;
+    while let Some(r) = rows.next()? {
+        if let Some(b) = bundle_by_id(cat, &ids, r.get(0)?) {
+            b.properties.push(property_at(r, 1)?);
+        }
+    }
+    let mut st = c.prepare(&format!(
+        "SELECT bundle_id, name, image FROM related_image{of_bundles} ORDER BY bundle_id, seq"
+    ))?;
+    let mut rows = st.query(args())?;
+    while let Some(r) = rows.next()? {
+        if let Some(b) = bundle_by_id(cat, &ids, r.get(0)?) {
+            b.related_images.push(related_image_at(r, 1)?);
+        }
+    }
+    Ok(())
+}
+
+/// A package's icon from its `icon_data` and `icon_mediatype` columns (at `i` and `i + 1`):
+/// both or neither, as the builder writes them; one without the other is a bad column.
+fn icon_at(r: &rusqlite::Row<'_>, i: usize) -> rusqlite::Result<Option<Icon>> {
+    match (
+        r.get::<_, Option<String>>(i)?,
+        r.get::<_, Option<String>>(i + 1)?,
+    ) {
+        (Some(base64data), Some(mediatype)) => Ok(Some(Icon {
+            base64data,
+            mediatype,
+        })),
+        (None, None) => Ok(None),
+        (Some(_), None) => Err(rusqlite::Error::InvalidColumnType(
+            i + 1,
+            "icon_mediatype".into(),
+            rusqlite::types::Type::Null,
+        )),
+        (None, Some(_)) => Err(rusqlite::Error::InvalidColumnType(
+            i,
+            "icon_data".into(),
+            rusqlite::types::Type::Null,
+        )),
     }
 }
 

@@ -104,13 +104,17 @@ impl UpgradeGraph for Store {
             name: package.to_string(),
             default_channel,
             channels,
+            // A stored bundle is a member of some channel (validation saw to it): one that is
+            // not is a bad row, not a bundle of no channels.
             bundles: bundles
                 .into_iter()
                 .map(|(n, (b, dep))| {
-                    let chans = member.remove(&n).unwrap_or_default();
-                    (n, BundleFacts::of(&b, dep, chans))
+                    let chans = member.remove(&n).ok_or_else(|| {
+                        anyhow!("the database is damaged: bundle {n:?} of package {package:?} is in no channel")
+                    })?;
+                    Ok((n, BundleFacts::of(&b, dep, chans)))
                 })
-                .collect(),
+                .collect::<Result<_>>()?,
         }))
     }
 

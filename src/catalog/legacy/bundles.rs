@@ -90,61 +90,7 @@ impl Reader<'_> {
                 }
             }
         }
-        // Exactly one olm.package, agreeing with the version of record.
-        let package_value = match package_props.len() {
-            0 => json!({"packageName": pkg, "version": row.version}),
-            1 => package_props.remove(0),
-            n => {
-                let pick = package_props
-                    .iter()
-                    .position(|v| v.get("version").and_then(Value::as_str) == Some(&row.version))
-                    .unwrap_or(0);
-                self.warn(
-                    Rule::PackageProperty,
-                    format!(
-                        "legacy quirk: {n} different olm.package properties; FBC rule \"package-property\" allows one, keeping the one with version {:?}",
-                        package_props[pick].get("version").and_then(Value::as_str).unwrap_or("")
-                    ),
-                )
-                .in_package(pkg)
-                .in_bundle(name);
-                package_props.swap_remove(pick)
-            }
-        };
-        let mut package_value = package_value;
-        let stored = package_value
-            .get("version")
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        if stored.is_empty() && !row.version.is_empty() {
-            self.warn(
-                Rule::PackageProperty,
-                format!(
-                    "legacy quirk: the olm.package property has no version (migration 5 wrote its backfill into nameless rows, and migration 9 copied the empty column); using the CSV's version {:?}",
-                    row.version
-                ),
-            )
-            .in_package(pkg)
-            .in_bundle(name);
-            package_value["version"] = Value::String(row.version.clone());
-        }
-        let version = package_value
-            .get("version")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string();
-        if version.is_empty() {
-            self.warn(
-                Rule::PackageProperty,
-                format!(
-                    "legacy quirk: the index holds no version for this bundle (schema {} {}), so FBC rule \"package-property\" (a semver version) will fail",
-                    self.version,
-                    if self.version < 5 { "has no version column and no CSV is stored" } else { "stores an empty version" }
-                ),
-            )
-            .in_package(pkg)
-            .in_bundle(name);
-        }
+        let package_value = self.package_property(pkg, name, row, package_props);
         props.push(csv::property(prop::PACKAGE, &package_value));
         props.extend(row.objects.iter().map(csv::bundle_object));
         props.sort();
@@ -183,5 +129,70 @@ impl Reader<'_> {
             },
             deprecated,
         ))
+    }
+
+    /// Exactly one olm.package, agreeing with the version of record: the rows' `olm.package`
+    /// properties naming this package (`package_props`), or one made from the bundle's row.
+    fn package_property(
+        &mut self,
+        pkg: &str,
+        name: &str,
+        row: &BundleRow,
+        mut package_props: Vec<Value>,
+    ) -> Value {
+        let mut package_value = match package_props.len() {
+            0 => json!({"packageName": pkg, "version": row.version}),
+            1 => package_props.remove(0),
+            n => {
+                let pick = package_props
+                    .iter()
+                    .position(|v| v.get("version").and_then(Value::as_str) == Some(&row.version))
+                    .unwrap_or(0);
+                self.warn(
+                    Rule::PackageProperty,
+                    format!(
+                        "legacy quirk: {n} different olm.package properties; FBC rule \"package-property\" allows one, keeping the one with version {:?}",
+                        package_props[pick].get("version").and_then(Value::as_str).unwrap_or("")
+                    ),
+                )
+                .in_package(pkg)
+                .in_bundle(name);
+                package_props.swap_remove(pick)
+            }
+        };
+        let stored = package_value
+            .get("version")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        if stored.is_empty() && !row.version.is_empty() {
+            self.warn(
+                Rule::PackageProperty,
+                format!(
+                    "legacy quirk: the olm.package property has no version (migration 5 wrote its backfill into nameless rows, and migration 9 copied the empty column); using the CSV's version {:?}",
+                    row.version
+                ),
+            )
+            .in_package(pkg)
+            .in_bundle(name);
+            package_value["version"] = Value::String(row.version.clone());
+        }
+        let version = package_value
+            .get("version")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        if version.is_empty() {
+            self.warn(
+                Rule::PackageProperty,
+                format!(
+                    "legacy quirk: the index holds no version for this bundle (schema {} {}), so FBC rule \"package-property\" (a semver version) will fail",
+                    self.version,
+                    if self.version < 5 { "has no version column and no CSV is stored" } else { "stores an empty version" }
+                ),
+            )
+            .in_package(pkg)
+            .in_bundle(name);
+        }
+        package_value
     }
 }

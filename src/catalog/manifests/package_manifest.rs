@@ -68,47 +68,7 @@ pub fn package_manifest_decls(
         .and_then(Value::as_str)
         .unwrap_or("")
         .to_string();
-    // Bundles: every CSV in the tree, with every non-CSV object of its own directory.
-    let mut loaded: BTreeMap<String, LoadedBundle> = BTreeMap::new();
-    for objs in dirs {
-        let others: Vec<Value> = objs
-            .iter()
-            .filter(|(_, v)| !csv::is_csv(v) && v.get("packageName").is_none())
-            .map(|(_, v)| v.clone())
-            .collect();
-        for (path, csv) in objs.iter().filter(|(_, v)| csv::is_csv(v)) {
-            let name = csv::name(csv);
-            let o = Origin::file(path.display().to_string());
-            if name.is_empty() {
-                diags.push(Diagnostic::error(Rule::Parse, "csv name not found").at(&o));
-                continue;
-            }
-            if let Some(prev) = loaded.get(&name) {
-                diags.push(
-                    Diagnostic::error(
-                        Rule::Duplicate,
-                        format!("package {pkg_name:?} has duplicate bundle {name:?} (first defined in {})", prev.origin),
-                    )
-                    .at(&o)
-                    .package(&pkg_name),
-                );
-                continue;
-            }
-            let mut objects = vec![csv.clone()];
-            objects.extend(others.iter().cloned());
-            loaded.insert(
-                name,
-                LoadedBundle {
-                    csv: csv.clone(),
-                    objects,
-                    annotations: BTreeMap::new(),
-                    dependencies: Vec::new(),
-                    extra_properties: Vec::new(),
-                    origin: o,
-                },
-            );
-        }
-    }
+    let loaded = loaded_bundles(&pkg_name, dirs, diags);
     let mut channels = Vec::new();
     let mut members: BTreeSet<String> = BTreeSet::new();
     let manifest_channels = manifest
@@ -211,4 +171,54 @@ pub fn package_manifest_decls(
             .map(|c| Decl::Channel(pkg_name.clone(), c)),
     );
     decls
+}
+
+/// The bundles of a package-manifest tree: every CSV in it, with every non-CSV object of its
+/// own directory, by CSV name; a nameless or duplicate CSV is an error in `diags`.
+fn loaded_bundles(
+    pkg_name: &str,
+    dirs: Vec<Vec<(PathBuf, Value)>>,
+    diags: &mut Vec<Diagnostic>,
+) -> BTreeMap<String, LoadedBundle> {
+    let mut loaded: BTreeMap<String, LoadedBundle> = BTreeMap::new();
+    for objs in dirs {
+        let others: Vec<Value> = objs
+            .iter()
+            .filter(|(_, v)| !csv::is_csv(v) && v.get("packageName").is_none())
+            .map(|(_, v)| v.clone())
+            .collect();
+        for (path, csv) in objs.iter().filter(|(_, v)| csv::is_csv(v)) {
+            let name = csv::name(csv);
+            let o = Origin::file(path.display().to_string());
+            if name.is_empty() {
+                diags.push(Diagnostic::error(Rule::Parse, "csv name not found").at(&o));
+                continue;
+            }
+            if let Some(prev) = loaded.get(&name) {
+                diags.push(
+                    Diagnostic::error(
+                        Rule::Duplicate,
+                        format!("package {pkg_name:?} has duplicate bundle {name:?} (first defined in {})", prev.origin),
+                    )
+                    .at(&o)
+                    .package(pkg_name),
+                );
+                continue;
+            }
+            let mut objects = vec![csv.clone()];
+            objects.extend(others.iter().cloned());
+            loaded.insert(
+                name,
+                LoadedBundle {
+                    csv: csv.clone(),
+                    objects,
+                    annotations: BTreeMap::new(),
+                    dependencies: Vec::new(),
+                    extra_properties: Vec::new(),
+                    origin: o,
+                },
+            );
+        }
+    }
+    loaded
 }

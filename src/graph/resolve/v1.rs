@@ -82,26 +82,9 @@ impl Resolver<'_> {
                 None => rejected.push(self.not_successor(b, v, inst)),
             }
         }
-        cands.sort_by(|(a, _, _), (b, _, _)| {
-            a.deprecated
-                .cmp(&b.deprecated)
-                .then_with(|| {
-                    b.version
-                        .as_ref()
-                        .unwrap()
-                        .cmp_precedence(a.version.as_ref().unwrap())
-                })
-                .then_with(|| release_cmp(&b.release, &a.release))
-                .then_with(|| a.name.cmp(&b.name))
-        });
+        cands.sort_by(|(a, _, _), (b, _, _)| v1_preference(a, b));
         let Some((pick, ch, edge)) = cands.first().cloned() else {
-            let mut msg = format!("no bundles found for package {pkg:?}");
-            if let Some(r) = &req.version_range {
-                msg += &format!(" matching version {r:?}");
-            }
-            if !req.channels.is_empty() {
-                msg += &format!(" in channels [{}]", req.channels.join(" "));
-            }
+            let msg = no_bundles(pkg, req);
             rejected.sort_by(|a, b| a.name.cmp(&b.name));
             return Ok(Hop::Stop {
                 rejected: rejected
@@ -201,4 +184,31 @@ impl Resolver<'_> {
             reject(b, "not-a-successor", why)
         }
     }
+}
+
+/// The order of OLM v1's candidates, the first preferred: non-deprecated first, then the
+/// highest version, then the highest release, then by name. Every candidate has a version.
+fn v1_preference(a: &BundleFacts, b: &BundleFacts) -> std::cmp::Ordering {
+    a.deprecated
+        .cmp(&b.deprecated)
+        .then_with(|| {
+            b.version
+                .as_ref()
+                .unwrap()
+                .cmp_precedence(a.version.as_ref().unwrap())
+        })
+        .then_with(|| release_cmp(&b.release, &a.release))
+        .then_with(|| a.name.cmp(&b.name))
+}
+
+/// "no bundles found for package …", with the version range and channels asked for.
+fn no_bundles(pkg: &str, req: &Request) -> String {
+    let mut msg = format!("no bundles found for package {pkg:?}");
+    if let Some(r) = &req.version_range {
+        msg += &format!(" matching version {r:?}");
+    }
+    if !req.channels.is_empty() {
+        msg += &format!(" in channels [{}]", req.channels.join(" "));
+    }
+    msg
 }

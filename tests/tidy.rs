@@ -1,0 +1,453 @@
+//! Tidy tests for the rules ARCHITECTURE.md states, in rust-analyzer's manner: each reads the
+//! sources as text and fails with one line per file that breaks a rule. `tests/layers.rs` holds
+//! the dependency rule; its helpers (`files`, `code`, `root`) are shared here.
+//!
+//! Where a rule is broken today by code that is not this change's to move, the test carries an
+//! explicit allow-list of those files. An allow-list may only shrink: an entry that no longer
+//! breaks the rule fails the test too, so it is taken out when the code is fixed.
+//!
+//! Test code is left out everywhere: files of tests (`#[cfg(test)] mod x;`, `#[path = "…"]`) and
+//! `#[cfg(test)]` modules.
+
+use super::layers::{code, files, root};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// A file of `src/`: its path relative to `src/` (with `/`), and its lines, those of test
+/// modules blanked.
+struct Source {
+    rel: String,
+    lines: Vec<String>,
+}
+
+impl Source {
+    /// The non-test text, comments left out.
+    fn code(&self) -> String {
+        code(&self.lines.join("\n"))
+    }
+}
+
+/// Every non-test `.rs` file of `src/`.
+fn sources() -> Vec<Source> {
+    let src = root().join("src");
+    let mut all = Vec::new();
+    files(&src, &mut all);
+    all.sort();
+    let mut test_files = BTreeSet::new();
+    let mut texts = BTreeMap::new();
+    for f in &all {
+        let text = std::fs::read_to_string(f).unwrap();
+        test_files.extend(test_module_files(f, &text));
+        texts.insert(f.clone(), text);
+    }
+    texts
+        .into_iter()
+        .filter(|(f, _)| !test_files.contains(f))
+        .map(|(f, text)| Source {
+            rel: f
+                .strip_prefix(&src)
+                .unwrap()
+                .to_string_lossy()
+                .replace('\\', "/"),
+            lines: blank_test_modules(&text),
+        })
+        .collect()
+}
+
+/// The files `f` declares as `#[cfg(test)] mod x;` (with or without `#[path = "…"]`).
+fn test_module_files(f: &Path, text: &str) -> Vec<PathBuf> {
+    let name = f.file_name().unwrap().to_string_lossy();
+    let dir = if ["mod.rs", "lib.rs", "main.rs"].contains(&name.as_ref()) {
+        f.parent().unwrap().to_path_buf()
+    } else {
+        f.with_extension("")
+    };
+    let lines: Vec<&str> = text.lines().map(str::trim).collect();
+    let mut out = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        if *l != "#[cfg(test)]" {
+            continue;
+        }
+        let mut path = None;
+        for next in &lines[i + 1..] {
+            if let Some(p) = next
+                .strip_prefix("#[path = \"")
+                .and_then(|p| p.strip_suffix("\")]"))
+            {
+                path = Some(f.parent().unwrap().join(p));
+            } else if next.starts_with("#[") {
+                continue;
+            } else {
+                if let Some(m) = next.strip_prefix("mod ").and_then(|m| m.strip_suffix(';')) {
+                    out.push(path.take().unwrap_or_else(|| {
+                        let as_file = dir.join(format!("{m}.rs"));
+                        if as_file.is_file() {
+                            as_file
+                        } else {
+                            dir.join(m).join("mod.rs")
+                        }
+                    }));
+                }
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// The lines of `text`, those of each inline `#[cfg(test)] mod x { … }` made empty (rustfmt's
+/// layout: the module ends at the first `}` line at its own indentation).
+fn blank_test_modules(text: &str) -> Vec<String> {
+    let mut lines: Vec<String> = text.lines().map(String::from).collect();
+    let mut i = 0;
+    while i < lines.len() {
+        if lines[i].trim() == "#[cfg(test)]" {
+            let mut j = i + 1;
+            while j < lines.len() && lines[j].trim().starts_with("#[") {
+                j += 1;
+            }
+            let is_mod = lines.get(j).is_some_and(|l| {
+                let t = l.trim();
+                (t.starts_with("mod ") || t.starts_with("pub mod ")) && t.ends_with('{')
+            });
+            if is_mod {
+                let indent = indentation(&lines[j]);
+                let end = (j + 1..lines.len())
+                    .find(|&k| lines[k] == format!("{}}}", " ".repeat(indent)))
+                    .unwrap_or(lines.len() - 1);
+                for l in &mut lines[i..=end] {
+                    l.clear();
+                }
+                i = end;
+            }
+        }
+        i += 1;
+    }
+    lines
+}
+
+fn indentation(l: &str) -> usize {
+    l.len() - l.trim_start().len()
+}
+
+/// True when `code` names `name` as a path's first segment (`name::…`, `use name;`), not as
+/// the tail of a longer name or path.
+fn names_crate(code: &str, name: &str) -> bool {
+    let mut rest = code;
+    while let Some(i) = rest.find(name) {
+        let before = rest[..i].chars().next_back();
+        let after = &rest[i + name.len()..];
+        let starts = before.is_none_or(|c| !(c.is_alphanumeric() || c == '_' || c == ':'));
+        if starts && (after.starts_with("::") || after.starts_with(';')) {
+            return true;
+        }
+        rest = after;
+    }
+    false
+}
+
+/// Checks a rule over every source: `breaks` says why a file breaks it (or `None`). Files in
+/// `allowed` may break it, and must: a listed file that keeps the rule is a stale entry.
+fn check(rule: &str, allowed: &[&str], breaks: impl Fn(&Source) -> Option<String>) {
+    let mut broken = Vec::new();
+    let mut excused = BTreeSet::new();
+    for s in sources() {
+        if let Some(why) = breaks(&s) {
+            if allowed.contains(&s.rel.as_str()) {
+                excused.insert(s.rel.clone());
+            } else {
+                broken.push(format!("src/{}: {why}", s.rel));
+            }
+        }
+    }
+    for a in allowed {
+        if !excused.contains(*a) {
+            broken.push(format!(
+                "src/{a} is allowed to break {rule:?} but does not: take it off the allow-list"
+            ));
+        }
+    }
+    assert!(broken.is_empty(), "{rule}:\n{}", broken.join("\n"));
+}
+
+fn under(rel: &str, places: &[&str]) -> bool {
+    places
+        .iter()
+        .any(|p| rel == *p || (p.ends_with('/') && rel.starts_with(p)))
+}
+
+/// Each external crate, the names it goes by, the places of `src/` that may name it (a
+/// directory ends in `/`), and today's known exceptions.
+struct CrateRule {
+    names: &'static [&'static str],
+    places: &'static [&'static str],
+    exceptions: &'static [&'static str],
+}
+
+const CRATE_RULES: &[CrateRule] = &[
+    CrateRule {
+        names: &["rusqlite"],
+        places: &["store/", "sqlite.rs"],
+        exceptions: &[
+            // Reading opm's legacy SQLite index, row by row.
+            "catalog/legacy/mod.rs",
+            "catalog/legacy/rows.rs",
+            "catalog/legacy/schema.rs",
+            // SQLite's allocator methods, set once at start-up (mimalloc).
+            "memory.rs",
+        ],
+    },
+    CrateRule {
+        names: &["tonic", "tonic_health", "tonic_reflection"],
+        // lib.rs: the generated protobuf modules (`tonic::include_proto!`).
+        places: &["server/", "lib.rs"],
+        exceptions: &[
+            // The health probe's gRPC client.
+            "probe.rs",
+        ],
+    },
+    CrateRule {
+        names: &["clap", "clap_complete", "clap_mangen"],
+        places: &["cli/"],
+        exceptions: &[
+            // `#[derive(clap::ValueEnum)]` on library enums the CLI takes as flag values, and
+            // `#[derive(clap::Args)]` on the image flags every image-reading command shares.
+            "catalog/fbc/render.rs",
+            "draw/mod.rs",
+            "image/mod.rs",
+            "image/opm.rs",
+            "template/mod.rs",
+        ],
+    },
+    CrateRule {
+        names: &["indicatif"],
+        places: &["cli/"],
+        exceptions: &[
+            // Progress bars drawn by the library: pull bars, ingest's bar, load's spinner.
+            "image/pull.rs",
+            "ingest.rs",
+            "load.rs",
+        ],
+    },
+    CrateRule {
+        names: &["ureq"],
+        places: &["image/"],
+        exceptions: &[],
+    },
+];
+
+#[test]
+fn external_crates_stay_in_their_modules() {
+    for r in CRATE_RULES {
+        let rule = format!("{} only in {}", r.names[0], r.places.join(", "));
+        check(&rule, r.exceptions, |s| {
+            if under(&s.rel, r.places) {
+                return None;
+            }
+            let code = s.code();
+            let named: Vec<&str> = r
+                .names
+                .iter()
+                .copied()
+                .filter(|n| names_crate(&code, n))
+                .collect();
+            (!named.is_empty())
+                .then(|| format!("names {} outside {}", named.join(", "), r.places.join(", ")))
+        });
+    }
+}
+
+#[test]
+fn nothing_writes_to_stdout_outside_cli_output() {
+    const WRITERS: &[&str] = &["println!", "print!", "io::stdout"];
+    check("nothing writes to stdout outside cli::output", &[], |s| {
+        if s.rel == "cli/output.rs" {
+            return None;
+        }
+        let code = s.code();
+        let found: Vec<&str> = WRITERS
+            .iter()
+            .copied()
+            .filter(|w| {
+                code.match_indices(w)
+                    .any(|(i, _)| !code[..i].ends_with(|c: char| c.is_alphanumeric() || c == '_'))
+            })
+            .collect();
+        (!found.is_empty()).then(|| format!("uses {}", found.join(", ")))
+    });
+}
+
+#[test]
+fn nothing_in_cli_spawns_a_thread_or_a_task() {
+    const SPAWNS: &[&str] = &[
+        "thread::spawn",
+        "thread::scope",
+        "thread::Builder",
+        "tokio::spawn",
+        "task::spawn",
+        "spawn_blocking",
+        "spawn_local",
+        "JoinSet",
+    ];
+    check("nothing in cli/ spawns a thread or a task", &[], |s| {
+        if !s.rel.starts_with("cli/") {
+            return None;
+        }
+        let code = s.code();
+        let found: Vec<&str> = SPAWNS
+            .iter()
+            .copied()
+            .filter(|w| code.contains(w))
+            .collect();
+        (!found.is_empty()).then(|| format!("uses {}", found.join(", ")))
+    });
+}
+
+#[test]
+fn every_module_has_a_row_in_the_code_map() {
+    let doc = std::fs::read_to_string(root().join("ARCHITECTURE.md")).unwrap();
+    let map = doc
+        .split("## Code map")
+        .nth(1)
+        .and_then(|m| m.split("\n## ").next())
+        .expect("ARCHITECTURE.md has a code map");
+    // The first cell of each row: `a`, `b`, `c`.
+    let mut rows = BTreeSet::new();
+    for line in map.lines().filter(|l| l.starts_with("| `")) {
+        let cell = line.split('|').nth(1).unwrap();
+        for name in cell.split(',') {
+            rows.insert(name.trim().trim_matches('`').to_string());
+        }
+    }
+    let src = root().join("src");
+    let mut missing = Vec::new();
+    for e in std::fs::read_dir(&src).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.file_stem().unwrap().to_string_lossy().to_string();
+        let module = (p.is_dir()
+            && (p.join("mod.rs").is_file() || src.join(format!("{name}.rs")).is_file()))
+            || (p.extension().is_some_and(|x| x == "rs") && name != "lib" && name != "main");
+        if module && !rows.contains(&name) {
+            missing.push(format!(
+                "src/{name}: module {name:?} has no row in ARCHITECTURE.md's code map"
+            ));
+        }
+    }
+    missing.sort();
+    missing.dedup();
+    assert!(missing.is_empty(), "{}", missing.join("\n"));
+}
+
+/// The longest a function of `src/` may be, in physical lines from its `fn` line to its closing
+/// brace.
+const MAX_FN_LINES: usize = 150;
+
+/// The functions of a source longer than [`MAX_FN_LINES`]: name, first line, length. A function
+/// ends at the first line that is its `fn` line's indentation and `}` (rustfmt's layout); one
+/// whose signature ends in `;` has no body.
+fn long_functions(lines: &[String]) -> Vec<(String, usize, usize)> {
+    let mut out = Vec::new();
+    for (n, l) in lines.iter().enumerate() {
+        let Some(name) = fn_name(l) else { continue };
+        let indent = indentation(l);
+        let close = format!("{}}}", " ".repeat(indent));
+        let mut end = None;
+        for (k, line) in lines.iter().enumerate().skip(n) {
+            let t = line.trim_end();
+            if (k == n || indentation(line) == indent) && t.ends_with(';') && !t.ends_with("};") {
+                break; // a declaration
+            }
+            if k == n && t.ends_with('}') {
+                break; // a one-line function
+            }
+            if k > n && *line == close {
+                end = Some(k);
+                break;
+            }
+        }
+        if let Some(end) = end {
+            let len = end - n + 1;
+            if len > MAX_FN_LINES {
+                out.push((name, n + 1, len));
+            }
+        }
+    }
+    out
+}
+
+/// The name of the function a line begins, if it does.
+fn fn_name(line: &str) -> Option<String> {
+    let mut t = line.trim_start();
+    if t.starts_with("pub(") {
+        t = &t[t.find(')')? + 1..];
+        t = t.trim_start();
+    }
+    for q in ["pub ", "const ", "async ", "unsafe ", "extern \"C\" "] {
+        t = t.strip_prefix(q).unwrap_or(t);
+    }
+    let rest = t.strip_prefix("fn ")?;
+    let end = rest.find(|c: char| !(c.is_alphanumeric() || c == '_'))?;
+    (end > 0).then(|| rest[..end].to_string())
+}
+
+#[test]
+fn no_function_is_longer_than_150_lines() {
+    check(
+        &format!("no function is longer than {MAX_FN_LINES} lines"),
+        &[],
+        |s| {
+            let long = long_functions(&s.lines);
+            (!long.is_empty()).then(|| {
+                long.iter()
+                    .map(|(name, line, len)| format!("fn {name} (line {line}) is {len} lines"))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            })
+        },
+    );
+}
+
+#[test]
+fn the_function_length_rule_counts_as_it_says() {
+    let body = |n: usize| {
+        let mut l = vec![
+            "    /// doc".to_string(),
+            "    pub(crate) fn f(".to_string(),
+            "        a: u8,".to_string(),
+            "    ) -> u8 {".to_string(),
+        ];
+        l.extend((0..n).map(|_| String::new()));
+        l.push("    }".to_string());
+        l
+    };
+    // fn line, two signature lines, the body's blank lines, the closing brace.
+    assert!(long_functions(&body(MAX_FN_LINES - 4)).is_empty());
+    assert_eq!(
+        long_functions(&body(MAX_FN_LINES - 3)),
+        vec![("f".to_string(), 2, MAX_FN_LINES + 1)]
+    );
+    let decl = ["    fn g(&self) -> u8;".to_string(), "}".to_string()];
+    assert!(long_functions(&decl).is_empty());
+}
+
+#[test]
+fn docker_hub_is_normalized_in_one_place() {
+    const NAMES: &[&str] = &["\"docker.io\"", "index.docker.io", "registry-1.docker.io"];
+    check(
+        "Docker Hub's names are written only in imageref.rs",
+        &[],
+        |s| {
+            if s.rel == "imageref.rs" {
+                return None;
+            }
+            let code = s.code();
+            let found: Vec<&str> = NAMES.iter().copied().filter(|n| code.contains(n)).collect();
+            (!found.is_empty()).then(|| {
+                format!(
+                    "spells {} (use imageref::normalize_docker_hub and its constants)",
+                    found.join(", ")
+                )
+            })
+        },
+    );
+}
