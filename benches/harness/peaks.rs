@@ -286,7 +286,7 @@ pub fn section(w: &mut String, name: &str, peaks: &Result<Peaks, String>) {
         "\nServing baseline before the first reload: {:.1} MB.",
         mb(p.baseline_kb)
     );
-    let _ = writeln!(w, "\nServing the built database of `{name}` with the HTTP port (`opreg serve DB --http-port P --watch`, which writes catalogd's files for `/api/v1/all` at start-up and at every reload): the peak RSS (VmHWM) at start-up, read every 50 ms over its first 4 s (on until 2 s after its version is built, should that take longer), {HTTP_RUNS} starts, and at a reload that swaps in another built database (the same catalog and one more package, renamed over the served file; the peak reset just before). Limit: {HTTP_DB_LIMIT_MB:.0} MB each.\n");
+    let _ = writeln!(w, "\nServing the built database of `{name}` with the HTTP port (`opreg serve DB --http-port P --watch`, which writes catalogd's files for `/api/v1/all` at start-up and at every reload): the peak RSS (VmHWM) at start-up, read every 50 ms over its first 4 s (on until 2 s after its version is built, should that take longer), {} start(s), and at a reload that swaps in another built database (the same catalog and one more package, renamed over the served file; the peak reset just before). Limit: {HTTP_DB_LIMIT_MB:.0} MB each.\n", p.http_start_kb.len());
     let _ = writeln!(
         w,
         "| serving a built database | runs (MB) | median | limit | met |"
