@@ -10,6 +10,10 @@
 #                                    docs/bench-growth.svg); writes BENCHMARKS.md
 #   scripts/bench.sh --smoke         seconds: the upstream manifests (rendered) and a tiny synthetic
 #                                    catalog, short load phases; writes a temp file and prints it
+#   scripts/bench.sh --catalogd      only the catalogd HTTP API section (/all against the file
+#                                    server and against the curl/sendfile peer) and the build peaks
+#                                    (serving a built database with the HTTP port included) on the
+#                                    community catalog, printed, not written (about 3 minutes)
 #   scripts/bench.sh --out FILE      write the report elsewhere
 #   scripts/bench.sh --baseline REV  measure the build of git revision REV side by side with this
 #                                    one (default: 92d76c1, the last build before this release's
@@ -34,6 +38,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 smoke=0
+catalogd=0
 out=""
 baseline=92d76c1
 step=""
@@ -41,13 +46,14 @@ extra=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --smoke) smoke=1; shift ;;
+    --catalogd) catalogd=1; shift ;;
     --out) out="$2"; shift 2 ;;
     --baseline) baseline="$2"; shift 2 ;;
     --no-baseline) baseline=""; shift ;;
     --step) step="$2"; shift 2 ;;
     --no-step) step=""; shift ;;
     --) shift; extra+=("$@"); break ;;
-    *) echo "usage: scripts/bench.sh [--smoke] [--out FILE] [--baseline REV | --no-baseline] [--step REV | --no-step] [-- HARNESS-RUN-ARGS...]" >&2; exit 2 ;;
+    *) echo "usage: scripts/bench.sh [--smoke | --catalogd] [--out FILE] [--baseline REV | --no-baseline] [--step REV | --no-step] [-- HARNESS-RUN-ARGS...]" >&2; exit 2 ;;
   esac
 done
 
@@ -77,6 +83,16 @@ build_rev() {
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+# Where Cargo puts the binaries (CARGO_TARGET_DIR when set).
+target_dir=${CARGO_TARGET_DIR:-$PWD/target}
+
+if [ "$catalogd" = 1 ]; then
+  cargo build --profile dist --locked --quiet --bin opreg
+  export OPREG_BENCH_BIN="$target_dir/dist/opreg"
+  cargo bench --bench harness -- catalogd ../shared/testdata/corpus/community-operators.fbc.json \
+    --work "$tmp/work" "${extra[@]}"
+  exit 0
+fi
 
 args=(run --out "$tmp/report.md" --work "$tmp/work")
 if [ "$smoke" = 1 ]; then
@@ -87,7 +103,7 @@ else
   [ -n "$out" ] || out=BENCHMARKS.md
   args+=(--command "scripts/bench.sh${extra[*]:+ -- ${extra[*]}}")
   cargo build --profile dist --locked --quiet --bin opreg
-  export OPREG_BENCH_BIN="$PWD/target/dist/opreg"
+  export OPREG_BENCH_BIN="$target_dir/dist/opreg"
   if [ -n "$baseline" ] && bin=$(build_rev "$baseline"); then
     args+=(--baseline "$bin" --baseline-label "$baseline")
     if [ -n "$step" ] && bin=$(build_rev "$step"); then

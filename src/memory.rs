@@ -130,7 +130,10 @@ fn sqlite_allocates_from_mimalloc() {
 
 /// Gives freed memory back to the OS now: mimalloc purges every page freed by any thread
 /// (a forced collect also collects the calling thread's own pages), and the C library's
-/// malloc returns the free pages of all its arenas (what little still comes from it).
+/// malloc returns the free pages of all its arenas (what little still comes from it), and
+/// the resident pages of code go ([`unmap_idle_code`]). Called by the idle trimmer, and by
+/// the HTTP port's file writing between its phases (`serve`'s `with_content`,
+/// `http::content`), so that each phase's peak does not carry what the ones before touched.
 pub fn give_back() {
     // SAFETY: both calls only release memory the allocators hold as free.
     unsafe {

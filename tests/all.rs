@@ -15,6 +15,7 @@ mod call_log;
 mod catalogd_blobs;
 mod catalogd_headers;
 mod catalogd_http;
+mod catalogd_sendfile;
 mod cli_defects;
 mod closed_pipes;
 mod code_layout;

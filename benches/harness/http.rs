@@ -31,6 +31,9 @@ pub struct HttpRow {
     /// `/metas?package=P` for every package: whole answers gzipped (as Go's HTTP client asks
     /// by default), and plain, to the response head and whole.
     pub metas: MetasLatency,
+    /// `/all` downloaded by curl processes, against the shared `sendfile` peer
+    /// ([`crate::curl_peer`]).
+    pub curl: Result<crate::curl_peer::CurlRow, String>,
     /// `/all` over TLS beside plain HTTP, with one client ([`crate::http_tls`]).
     pub tls: Result<Vec<crate::http_tls::TlsLoad>, String>,
     /// `{ olmpackages { name defaultChannel } }`: best and median of 20, response bytes, and
@@ -214,7 +217,14 @@ fn load(
     Ok(total as f64 / elapsed.as_secs_f64())
 }
 
-pub fn measure(bin: &Path, catalog: &Path, work: &Path, dur: Duration) -> Result<HttpRow, String> {
+/// Measures the section on `catalog`; `rounds` of the curl comparison.
+pub fn measure(
+    bin: &Path,
+    catalog: &Path,
+    work: &Path,
+    dur: Duration,
+    rounds: usize,
+) -> Result<HttpRow, String> {
     let me = std::env::current_exe().map_err(|e| e.to_string())?;
     let src = work.join("http-src");
     let _ = std::fs::remove_dir_all(&src);
@@ -314,6 +324,7 @@ pub fn measure(bin: &Path, catalog: &Path, work: &Path, dur: Duration) -> Result
             file_bps,
         });
     }
+    let curl = crate::curl_peer::measure(&format!("{base}/all"), &all, rounds);
     let tls = crate::http_tls::measure(bin, &src, work, &format!("{base}/all"), dur);
     let metas = metas_latency(&base, &all)?;
     let graphql = graphql_latency(&base)?;
@@ -353,6 +364,7 @@ pub fn measure(bin: &Path, catalog: &Path, work: &Path, dur: Duration) -> Result
         gzip_mb: gz_len as f64 / 1e6,
         loads,
         metas,
+        curl,
         tls,
         graphql,
         load_rss_kb,
@@ -473,6 +485,7 @@ pub fn section(w: &mut String, name: &str, row: &Result<HttpRow, String>) {
             met(ratio >= 0.95)
         );
     }
+    crate::curl_peer::section(w, &r.curl);
     crate::http_tls::section(w, &r.tls);
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     let m = &r.metas;

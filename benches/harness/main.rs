@@ -23,11 +23,13 @@
 //!
 //! Subcommands: `run` (the suite; `--smoke` for a seconds-long run on tiny inputs, `--baseline
 //! BIN` for the side-by-side section, `--step BIN` for a build in between), `gen` (write a
-//! synthetic catalog), `probe`, `floor`, `rows`, `image` and `baseline` (one measurement alone, for
-//! iterating), and internal ones run as children (`floor-parse`, `floor-serve`, `file-server`).
+//! synthetic catalog), `probe`, `floor`, `rows`, `catalogd`, `image` and `baseline` (one
+//! measurement alone, for iterating), and internal ones run as children (`floor-parse`, `floor-serve`, `file-server`).
 
 mod baseline;
+mod cli;
 mod corpus;
+mod curl_peer;
 mod fanout;
 mod floor;
 mod growth;
@@ -39,12 +41,14 @@ mod load;
 mod measure;
 mod memload;
 mod olm_rows;
+mod parts;
 mod peaks;
 mod procs;
 mod report;
 mod synth;
 
-use clap::{Parser, Subcommand};
+use clap::Parser;
+use cli::{Cli, Cmd, RunArgs};
 use load::{Keys, LoadStats, Rpc};
 use measure::{
     file_mb, floor_parse, mb, measure_upgrade, median, probe, read_keys, sha256_file, Upgrade,
@@ -57,153 +61,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const DEFAULT_SEED: u64 = 20_240_601;
-
-#[derive(Parser)]
-#[command(name = "harness", about = "opreg benchmark harness")]
-struct Cli {
-    #[command(subcommand)]
-    cmd: Option<Cmd>,
-}
-
-#[derive(Subcommand)]
-enum Cmd {
-    /// Run the benchmark suite and write the report (Markdown).
-    Run(RunArgs),
-    /// Write a synthetic FBC catalog (one JSON document per line).
-    Gen {
-        /// Scale: 64 packages per unit (fractions allowed).
-        #[arg(long, default_value_t = 1.0)]
-        scale: f64,
-        #[arg(long, default_value_t = DEFAULT_SEED)]
-        seed: u64,
-        #[arg(short, long)]
-        output: PathBuf,
-    },
-    /// One unary load point against `opreg serve DB` (for profiling: `--perf FILE` runs the
-    /// server under `perf record -g`).
-    Probe {
-        db: PathBuf,
-        #[arg(long, default_value = "GetBundleThatReplaces")]
-        rpc: String,
-        #[arg(long, default_value_t = 64)]
-        callers: usize,
-        #[arg(long, default_value_t = 3.0)]
-        duration: f64,
-        #[arg(long)]
-        threads: Option<usize>,
-        #[arg(long)]
-        perf: Option<PathBuf>,
-    },
-    /// Only the bundle RPCs against the same-bytes floor, on `opreg serve DB` (for iterating on
-    /// the serving path; the suite runs the same measurement).
-    Floor {
-        db: PathBuf,
-        #[arg(long, default_value_t = 3.0)]
-        duration: f64,
-        #[arg(long)]
-        work: PathBuf,
-    },
-    /// Only the ingest from a registry (image.rs): local and warm ingests of CATALOG by each
-    /// BIN in turn, for iterating by hand.
-    Image {
-        catalog: PathBuf,
-        #[arg(long = "bin", value_name = "BIN", required = true)]
-        bins: Vec<PathBuf>,
-        #[arg(long, default_value_t = 3)]
-        rounds: usize,
-        #[arg(long)]
-        work: PathBuf,
-    },
-    /// Rewrite REPORT's "Known gaps" section from its own target tables (what `run` does at the
-    /// end), in place: for a report whose tables were changed or whose generator changed.
-    Gaps { report: PathBuf },
-    /// Internal: the file server `/api/v1/all` is compared with (run as a child process).
-    #[command(hide = true)]
-    FileServer { file: PathBuf, port: u16 },
-    /// Only the OLM fan-out and memory-under-load rows on CATALOG (and growth with --growth),
-    /// printed as Markdown (see olm_rows.rs).
-    Rows {
-        catalog: PathBuf,
-        #[arg(long, default_value_t = 1_000_000)]
-        requests: usize,
-        /// Growth scales (e.g. 16,64); none by default.
-        #[arg(long, value_delimiter = ',')]
-        growth: Vec<f64>,
-        #[arg(long)]
-        work: PathBuf,
-    },
-    /// Only the side-by-side section against a baseline build on CATALOG, printed as Markdown
-    /// (see baseline.rs).
-    Baseline {
-        catalog: PathBuf,
-        /// The baseline build's binary.
-        #[arg(long, value_name = "BIN")]
-        bin: PathBuf,
-        #[arg(long, default_value = "baseline")]
-        label: String,
-        #[arg(long, default_value_t = 3)]
-        rounds: usize,
-        #[arg(long)]
-        work: PathBuf,
-    },
-    /// Internal: the serde_json parse floor on FILE (run as a child process).
-    #[command(hide = true)]
-    FloorParse { file: PathBuf },
-    /// Internal: the same-bytes floor server for the bundle RPCs (see floor.rs).
-    #[command(hide = true)]
-    FloorServe {
-        answers: PathBuf,
-        #[arg(long)]
-        port: u16,
-    },
-}
-
-#[derive(clap::Args, Clone)]
-struct RunArgs {
-    /// Tiny sizes and short load phases (CI): tiny synthetic catalog, no corpus unless given.
-    #[arg(long)]
-    smoke: bool,
-    /// Write the report here instead of stdout.
-    #[arg(long, value_name = "FILE")]
-    out: Option<PathBuf>,
-    /// Directory with community-operators.fbc.json and certified-operators.fbc.json.
-    #[arg(long, value_name = "DIR")]
-    corpus: Option<PathBuf>,
-    /// Extra catalogs (any source `opreg ingest` accepts as a single file).
-    #[arg(long = "catalog", value_name = "FILE")]
-    catalogs: Vec<PathBuf>,
-    /// Synthetic scales [default: 1,4,16; smoke: 0.05].
-    #[arg(long, value_delimiter = ',')]
-    scales: Vec<f64>,
-    #[arg(long, default_value_t = DEFAULT_SEED)]
-    seed: u64,
-    /// Seconds of measurement per unary load point [default: 3; smoke: 0.3].
-    #[arg(long)]
-    duration: Option<f64>,
-    /// Starts measured per catalog [default: 7; smoke: 2].
-    #[arg(long)]
-    starts: Option<usize>,
-    /// Working directory for generated catalogs and databases.
-    #[arg(long, value_name = "DIR")]
-    work: Option<PathBuf>,
-    /// The command line to print in the report.
-    #[arg(long, default_value = "scripts/bench.sh")]
-    command: String,
-    /// An older build of opreg to measure side by side with this one on the primary catalog
-    /// (see baseline.rs).
-    #[arg(long, value_name = "BIN")]
-    baseline: Option<PathBuf>,
-    /// What the report calls the baseline build (e.g. its commit).
-    #[arg(long, value_name = "LABEL", default_value = "baseline")]
-    baseline_label: String,
-    /// A build between the baseline and this one (a commit whose change is to be told
-    /// apart), compared with the baseline the same way, in a section of its own.
-    #[arg(long, value_name = "BIN", requires = "baseline")]
-    step: Option<PathBuf>,
-    /// What the report calls the --step build (its commit).
-    #[arg(long, value_name = "LABEL", default_value = "step")]
-    step_label: String,
-}
 
 fn main() {
     // `cargo bench` appends --bench.
@@ -251,23 +108,13 @@ fn main() {
             requests,
             growth,
             work,
-        }) => {
-            let _ = std::fs::create_dir_all(&work);
-            let plan = olm_rows::Plan {
-                requests,
-                growth,
-                // The plot of a partial run stays in the work directory.
-                svg_in_docs: false,
-                ..olm_rows::Plan::new(false, DEFAULT_SEED)
-            };
-            let mut report = String::new();
-            let bin = procs::opreg_bin();
-            let name = catalog.file_name().unwrap_or_default().to_string_lossy();
-            // The corpus catalogs need their few broken icons replaced (corpus.rs).
-            let catalog = corpus::repaired_copy(&catalog, &work.join("corpus")).expect("copy");
-            olm_rows::append(&mut report, &bin, &work, &name, Some(&catalog), &plan);
-            print!("{report}");
-        }
+        }) => parts::rows(&catalog, requests, growth, &work),
+        Some(Cmd::Catalogd {
+            catalog,
+            duration,
+            rounds,
+            work,
+        }) => parts::catalogd(&catalog, Duration::from_secs_f64(duration), rounds, &work),
         Some(Cmd::Image {
             catalog,
             bins,
@@ -559,7 +406,8 @@ fn run(mut a: RunArgs) {
         }
         image_build::section(&mut report, &primary.name, &row);
         eprintln!("harness: == {}: catalogd HTTP API ==", primary.name);
-        let row = http::measure(&bin, &primary.path, &work, dur);
+        let rounds = if a.smoke { 1 } else { 3 };
+        let row = http::measure(&bin, &primary.path, &work, dur, rounds);
         if let Err(e) = &row {
             eprintln!("harness: HTTP API not measured: {e}");
         }

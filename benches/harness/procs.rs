@@ -204,6 +204,10 @@ impl Server {
         }
         false
     }
+    /// Whether the server has exited.
+    pub fn exited(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(Some(_)))
+    }
     /// SIGINT, then wait for exit (a wrapper such as perf writes its output).
     pub fn interrupt(&mut self) {
         // SAFETY: kill has no memory preconditions; the pid is our live child.

@@ -8,6 +8,7 @@
 //! request in time is closed, and the number of open connections is capped.
 
 use super::coalesce::coalesce;
+use super::sendfile::{SendfileIo, Sink};
 use anyhow::Result;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
@@ -88,7 +89,10 @@ where
     builder
         .http1()
         .timer(TokioTimer::new())
-        .header_read_timeout(listen.limits.request_timeout);
+        .header_read_timeout(listen.limits.request_timeout)
+        // Body chunks are queued and written as they are, never copied into hyper's buffer: a
+        // sendfile body's chunks are placeholders ([`super::sendfile`]).
+        .writev(true);
     builder
         .http2()
         .timer(TokioTimer::new())
@@ -107,6 +111,7 @@ where
     let mut stop = std::pin::pin!(stop);
     let open = Arc::new(tokio::sync::Semaphore::new(listen.limits.max_connections));
     let request_timeout = listen.limits.request_timeout;
+    let http2_only = listen.http2_only;
     loop {
         // A permit per open connection: at the bound, the next one waits to be accepted.
         let permit = tokio::select! {
@@ -136,13 +141,17 @@ where
             g.mark_unchanged();
             g
         });
+        // The HTTP port's plain connections may send files with sendfile; not the gRPC port
+        // (HTTP/2 only) and not through TLS.
+        let sink = (tls.is_none() && !http2_only).then(Sink::default);
         tokio::spawn(async move {
             let _permit = permit;
-            let first = FirstRequest::new(svc, request_timeout);
+            let io = SendfileIo::new(tcp, sink.clone().unwrap_or_default());
+            let first = FirstRequest::new(svc, request_timeout, sink);
             match tls {
-                None => one(&builder, tcp, first, stop_rx, goaway).await,
+                None => one(&builder, io, first, stop_rx, goaway).await,
                 Some(acceptor) => {
-                    match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
+                    match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(io)).await {
                         Ok(Ok(io)) => one(&builder, io, first, stop_rx, goaway).await,
                         Ok(Err(e)) => tracing::debug!("TLS handshake failed: {e}"),
                         Err(_) => tracing::debug!("TLS handshake timed out"),
@@ -234,32 +243,38 @@ async fn one<I, S, B>(
 }
 
 /// A connection's service that notes its first request, so that a connection which never
-/// sends one can be closed ([`Limits::request_timeout`]).
+/// sends one can be closed ([`Limits::request_timeout`]), and hands every request the
+/// connection's [`Sink`] when it has one.
 struct FirstRequest<S> {
     inner: S,
     seen: Arc<AtomicBool>,
     timeout: Duration,
+    sink: Option<Sink>,
 }
 
 impl<S> FirstRequest<S> {
-    fn new(inner: S, timeout: Duration) -> Self {
+    fn new(inner: S, timeout: Duration, sink: Option<Sink>) -> Self {
         FirstRequest {
             inner,
             seen: Arc::new(AtomicBool::new(false)),
             timeout,
+            sink,
         }
     }
 }
 
-impl<S, R> hyper::service::Service<R> for FirstRequest<S>
+impl<S, B> hyper::service::Service<http::Request<B>> for FirstRequest<S>
 where
-    S: hyper::service::Service<R>,
+    S: hyper::service::Service<http::Request<B>>,
 {
     type Response = S::Response;
     type Error = S::Error;
     type Future = S::Future;
-    fn call(&self, req: R) -> Self::Future {
+    fn call(&self, mut req: http::Request<B>) -> Self::Future {
         self.seen.store(true, Ordering::Relaxed);
+        if let Some(sink) = &self.sink {
+            req.extensions_mut().insert(sink.clone());
+        }
         self.inner.call(req)
     }
 }

@@ -12,7 +12,8 @@
 //!
 //! Memory stays bounded: the buffer takes at most [`LIMIT`] bytes (about one bundle answer)
 //! before writing applies back-pressure, a write of [`DIRECT`] bytes or more goes straight to
-//! the socket (a large HTTP/1 body chunk is not copied), and a drained buffer larger than
+//! the socket (a large HTTP/1 body chunk is not copied, nor one a [`super::sendfile`] body
+//! stands in for), and a drained buffer larger than
 //! [`KEEP`] is freed, so an idle connection holds almost nothing.
 
 use std::io::{self, IoSlice};
@@ -90,10 +91,13 @@ impl<T: AsyncWrite + Unpin> Shared<T> {
             return Poll::Ready(Err(e));
         }
         let len: usize = bufs.iter().map(|b| b.len()).sum();
-        if self.buf.len() + len > LIMIT || len >= DIRECT {
+        // A file's bytes to be sent with sendfile are never copied (their memory is a
+        // placeholder): they go to the socket's writer as they are.
+        let direct = len >= DIRECT || bufs.iter().any(|b| super::sendfile::is_hole(b));
+        if self.buf.len() + len > LIMIT || direct {
             ready!(self.poll_drain(cx))?;
         }
-        if len >= DIRECT {
+        if direct {
             return Pin::new(&mut self.io).poll_write_vectored(cx, bufs);
         }
         if self.buf.len() + len > self.buf.capacity() {

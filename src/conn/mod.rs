@@ -6,10 +6,13 @@
 //! |---|---|
 //! | [`accept`] | the accept loop: a task per connection, TLS, graceful shutdown, GOAWAY after a swap |
 //! | [`coalesce`] | a connection's writes gathered while its task runs and sent as one when it yields |
+//! | [`sendfile`] | an HTTP/1 body of a file's bytes sent from the page cache by `sendfile(2)` on plain TCP |
 //! | [`tls`] | `--tls-cert`/`--tls-key` and the health probe's client TLS: rustls configurations, one-line errors naming the file |
 
 pub mod accept;
 mod coalesce;
+pub mod sendfile;
 pub mod tls;
 
 pub use accept::{serve, Limits, Listen};
+pub use sendfile::Sink;

@@ -29,14 +29,27 @@ pub enum Endpoint {
 
 pub use crate::names::dns1123_subdomain_errors;
 
+/// A request to the catalog API, as the handlers need it.
+pub struct Ask<'a> {
+    pub method: &'a Method,
+    pub query: Option<&'a str>,
+    pub headers: &'a HeaderMap,
+    /// The connection's sendfile sink: on plain TCP, over HTTP/1 ([`crate::conn::sendfile`]).
+    pub sink: Option<crate::conn::Sink>,
+}
+
 pub async fn handle(
     state: Arc<HttpState>,
     endpoint: Endpoint,
     catalog: &str,
-    method: &Method,
-    query: Option<&str>,
-    headers: &HeaderMap,
+    ask: Ask<'_>,
 ) -> Response {
+    let Ask {
+        method,
+        query,
+        headers,
+        sink,
+    } = ask;
     if method != Method::GET && method != Method::HEAD {
         return plain(StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed");
     }
@@ -71,8 +84,8 @@ pub async fn handle(
         _ => return status_text(StatusCode::NOT_FOUND),
     };
     match endpoint {
-        Endpoint::All => serve_all(content, method, headers).await,
-        Endpoint::Metas => serve_metas(content, method, headers, filters).await,
+        Endpoint::All => serve_all(content, method, headers, sink).await,
+        Endpoint::Metas => serve_metas(content, method, headers, filters, sink).await,
     }
 }
 
@@ -91,7 +104,12 @@ fn status_text(code: StatusCode) -> Response {
 /// `/api/v1/all` as Go's `http.ServeContent` serves it behind gzhttp: preconditions (a 304
 /// keeps `Last-Modified`), one byte range of the file as it is (a range is never compressed),
 /// and otherwise the whole version in the negotiated coding, from its precompressed copy.
-async fn serve_all(content: Arc<Content>, method: &Method, headers: &HeaderMap) -> Response {
+async fn serve_all(
+    content: Arc<Content>,
+    method: &Method,
+    headers: &HeaderMap,
+    sink: Option<crate::conn::Sink>,
+) -> Response {
     if let Some(early) = early_answer(&content, headers) {
         return early;
     }
@@ -137,11 +155,7 @@ async fn serve_all(content: Arc<Content>, method: &Method, headers: &HeaderMap) 
     let body = if method == Method::HEAD {
         Body::empty()
     } else {
-        Body::from_stream(read_pieces(
-            content.clone(),
-            path,
-            vec![Piece::File(section)],
-        ))
+        file_body(&content, path, section, sink)
     };
     let mut r = Response::new(body);
     *r.status_mut() = status;
@@ -252,6 +266,7 @@ async fn serve_metas(
     method: &Method,
     headers: &HeaderMap,
     (schema, package, name): (String, String, String),
+    sink: Option<crate::conn::Sink>,
 ) -> Response {
     if let Some(early) = early_answer(&content, headers) {
         return early;
@@ -265,15 +280,11 @@ async fn serve_metas(
         // The whole version: its file, or its compressed copy.
         let coding = encoding::negotiate(headers, content.size);
         let (path, size) = content.file(coding);
-        let whole = Piece::File(Section {
+        let whole = Section {
             offset: 0,
             len: size,
-        });
-        let mut r = Response::new(Body::from_stream(read_pieces(
-            content.clone(),
-            path,
-            vec![whole],
-        )));
+        };
+        let mut r = Response::new(file_body(&content, path, whole, sink));
         coded(&mut r, coding, size);
         r
     } else {
@@ -359,6 +370,28 @@ fn preconditions(h: &HeaderMap, modified: SystemTime) -> Option<StatusCode> {
             },
         },
     }
+}
+
+/// `section` of `path` (a file of `content`) as a body: sent from the page cache by the
+/// connection's socket when it has a sendfile sink, else read and streamed.
+fn file_body(
+    content: &Arc<Content>,
+    path: std::path::PathBuf,
+    section: Section,
+    sink: Option<crate::conn::Sink>,
+) -> Body {
+    if let Some(sink) = sink {
+        // Opened here, so the version's removal cannot take it away before it is sent.
+        match std::fs::File::open(&path) {
+            Ok(f) => return Body::new(sink.body(Arc::new(f), section.offset, section.len)),
+            Err(e) => tracing::warn!(error = %e, "cannot open {}; streaming it", path.display()),
+        }
+    }
+    Body::from_stream(read_pieces(
+        content.clone(),
+        path,
+        vec![Piece::File(section)],
+    ))
 }
 
 /// Streams the pieces in order, those of `path` in 64 KiB chunks (adjacent ones read as

@@ -272,6 +272,14 @@ impl Content {
             lines.push((section, bounds.len() as u32 - 1));
             offset += n as u64;
         }
+        // The reading buffers (the longest line's size) go before the copies are made, and
+        // so do the freed memory and the pages of code the build ran before (compressing
+        // needs little of it), as an idle server gives them back ([`crate::memory::give_back`]):
+        // the start-up peak of the community catalog's built database with the HTTP port fell
+        // from 27.6-28.6 MB to 22-24 MB with this, to 20.4-20.5 MB with the same before the
+        // lines are written (serve's `with_content`).
+        drop((r, line));
+        crate::memory::give_back();
         let (runs, gzip_size, zstd_size) = runs::write_copies(
             path,
             bounds,

@@ -28,7 +28,7 @@ use arc_swap::ArcSwapOption;
 use axum::body::Body;
 use axum::response::Response;
 use content::Content;
-use http::{header, HeaderValue, Request, StatusCode};
+use http::{header, HeaderValue, Request, StatusCode, Version};
 use std::future::Future;
 use std::sync::Arc;
 use tokio::net::TcpListener;
@@ -166,15 +166,20 @@ async fn answer(state: Arc<HttpState>, req: Request<Body>) -> Response {
     match split_catalog_path(&path) {
         Some((raw, ep)) => {
             let catalog = decode_segment(raw);
-            catalogd::handle(
-                state.clone(),
-                ep,
-                &catalog,
-                req.method(),
-                req.uri().query(),
-                req.headers(),
-            )
-            .await
+            // A plain-TCP connection's sink, for an HTTP/1 answer only (conn::sendfile).
+            let sink = match req.version() {
+                Version::HTTP_09 | Version::HTTP_10 | Version::HTTP_11 => {
+                    req.extensions().get::<conn::Sink>().cloned()
+                }
+                _ => None,
+            };
+            let ask = catalogd::Ask {
+                method: req.method(),
+                query: req.uri().query(),
+                headers: req.headers(),
+                sink,
+            };
+            catalogd::handle(state.clone(), ep, &catalog, ask).await
         }
         None => plain(StatusCode::NOT_FOUND, "404 page not found"),
     }

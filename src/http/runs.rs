@@ -94,6 +94,11 @@ pub fn write_copies(
             gzip,
             zstd,
         });
+        // A line longer than a run left the buffers its size; they go with it.
+        if raw.capacity() > RUN_BYTES as usize {
+            raw = Vec::new();
+            enc.out = Vec::new();
+        }
     }
     gz_out.put(&gzip_trailer(whole))?;
     Ok((runs, gz_out.finish()?, zst_out.finish()?))
