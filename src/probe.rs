@@ -1,19 +1,40 @@
 //! A gRPC health check client with grpc_health_probe's behaviour (`opreg health-probe`, and the
 //! binary installed as `grpc_health_probe`), so OLM's exec probes run unchanged.
 //!
-//! Exit codes, as grpc_health_probe's: 0 SERVING, 1 bad arguments, 2 connection failure,
-//! 3 RPC failure or timeout, 4 the status was not SERVING.
+//! A check's result is an [`Outcome`], whose text is the line grpc_health_probe prints; the
+//! CLI turns it into grpc_health_probe's exit code.
 
 use std::time::Duration;
 use tonic_health::pb::{
     health_check_response::ServingStatus, health_client::HealthClient, HealthCheckRequest,
 };
 
-pub const EXIT_SERVING: i32 = 0;
-pub const EXIT_ARGS: i32 = 1;
-pub const EXIT_CONNECT: i32 = 2;
-pub const EXIT_RPC: i32 = 3;
-pub const EXIT_UNHEALTHY: i32 = 4;
+/// What one health check found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// The status was SERVING.
+    Serving,
+    /// The address cannot be dialled as given.
+    BadAddress(String),
+    /// No connection within the connect timeout, or the connection failed.
+    NoConnection(String),
+    /// The health RPC failed or timed out (or no runtime could be made for it).
+    RpcFailed(String),
+    /// The server answered with a status other than SERVING.
+    Unhealthy(String),
+}
+
+impl std::fmt::Display for Outcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Outcome::Serving => f.write_str("status: SERVING"),
+            Outcome::BadAddress(m)
+            | Outcome::NoConnection(m)
+            | Outcome::RpcFailed(m)
+            | Outcome::Unhealthy(m) => f.write_str(m),
+        }
+    }
+}
 
 /// One health check.
 #[derive(Clone, Debug)]
@@ -30,14 +51,14 @@ pub struct ProbeOptions {
     pub tls_server_name: Option<String>,
 }
 
-/// Runs one check on a runtime of its own; returns the exit code and a one-line message.
-pub fn run(a: &ProbeOptions) -> (i32, String) {
+/// Runs one check on a runtime of its own.
+pub fn run(a: &ProbeOptions) -> Outcome {
     match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
     {
         Ok(rt) => rt.block_on(check(a)),
-        Err(e) => (EXIT_RPC, format!("error: {e}")),
+        Err(e) => Outcome::RpcFailed(format!("error: {e}")),
     }
 }
 
@@ -64,8 +85,8 @@ fn connect_failure(e: &(dyn std::error::Error + 'static)) -> String {
     }
 }
 
-/// Performs one check; returns the exit code and a one-line message.
-pub async fn check(a: &ProbeOptions) -> (i32, String) {
+/// Performs one check.
+pub async fn check(a: &ProbeOptions) -> Outcome {
     let addr = if a.addr.starts_with(':') {
         format!("127.0.0.1{}", a.addr)
     } else {
@@ -73,7 +94,7 @@ pub async fn check(a: &ProbeOptions) -> (i32, String) {
     };
     let endpoint = match tonic::transport::Endpoint::from_shared(format!("http://{addr}")) {
         Ok(e) => e.connect_timeout(a.connect_timeout),
-        Err(e) => return (EXIT_ARGS, format!("error: invalid -addr {:?}: {e}", a.addr)),
+        Err(e) => return Outcome::BadAddress(format!("error: invalid -addr {:?}: {e}", a.addr)),
     };
     let connect = async {
         if !a.tls {
@@ -111,23 +132,17 @@ pub async fn check(a: &ProbeOptions) -> (i32, String) {
     let channel = match tokio::time::timeout(a.connect_timeout, connect).await {
         Ok(Ok(c)) => c,
         Ok(Err(e)) => {
-            return (
-                EXIT_CONNECT,
-                format!(
-                    "error: failed to connect service at {:?}: {}",
-                    a.addr,
-                    connect_failure(AsRef::<dyn std::error::Error + Send + Sync>::as_ref(&e))
-                ),
-            )
+            return Outcome::NoConnection(format!(
+                "error: failed to connect service at {:?}: {}",
+                a.addr,
+                connect_failure(AsRef::<dyn std::error::Error + Send + Sync>::as_ref(&e))
+            ))
         }
         Err(_) => {
-            return (
-                EXIT_CONNECT,
-                format!(
-                    "timeout: failed to connect service {:?} within {:?}",
-                    a.addr, a.connect_timeout
-                ),
-            )
+            return Outcome::NoConnection(format!(
+                "timeout: failed to connect service {:?} within {:?}",
+                a.addr, a.connect_timeout
+            ))
         }
     };
     let mut client = HealthClient::new(channel);
@@ -135,30 +150,25 @@ pub async fn check(a: &ProbeOptions) -> (i32, String) {
         service: a.service.clone(),
     };
     match tokio::time::timeout(a.rpc_timeout, client.check(req)).await {
-        Err(_) => (
-            EXIT_RPC,
-            format!(
-                "timeout: health rpc did not complete within {:?}",
-                a.rpc_timeout
-            ),
-        ),
-        Ok(Err(s)) => (
-            EXIT_RPC,
-            format!("error: health rpc failed: {}: {}", s.code(), s.message()),
-        ),
+        Err(_) => Outcome::RpcFailed(format!(
+            "timeout: health rpc did not complete within {:?}",
+            a.rpc_timeout
+        )),
+        Ok(Err(s)) => Outcome::RpcFailed(format!(
+            "error: health rpc failed: {}: {}",
+            s.code(),
+            s.message()
+        )),
         Ok(Ok(resp)) => {
             let status =
                 ServingStatus::try_from(resp.into_inner().status).unwrap_or(ServingStatus::Unknown);
             if status == ServingStatus::Serving {
-                (EXIT_SERVING, "status: SERVING".into())
+                Outcome::Serving
             } else {
-                (
-                    EXIT_UNHEALTHY,
-                    format!(
-                        "service unhealthy (responded with {:?})",
-                        status.as_str_name()
-                    ),
-                )
+                Outcome::Unhealthy(format!(
+                    "service unhealthy (responded with {:?})",
+                    status.as_str_name()
+                ))
             }
         }
     }

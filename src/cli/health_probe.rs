@@ -4,7 +4,25 @@
 //! Exit codes: 0 SERVING, 1 bad arguments, 2 connection failure, 3 RPC failure or timeout,
 //! 4 the status was not SERVING.
 
-use crate::probe::{EXIT_ARGS, EXIT_SERVING};
+use crate::probe::Outcome;
+
+// grpc_health_probe's exit codes.
+const EXIT_SERVING: i32 = 0;
+const EXIT_ARGS: i32 = 1;
+const EXIT_CONNECT: i32 = 2;
+const EXIT_RPC: i32 = 3;
+const EXIT_UNHEALTHY: i32 = 4;
+
+/// grpc_health_probe's exit code for an outcome.
+fn exit_code(o: &Outcome) -> i32 {
+    match o {
+        Outcome::Serving => EXIT_SERVING,
+        Outcome::BadAddress(_) => EXIT_ARGS,
+        Outcome::NoConnection(_) => EXIT_CONNECT,
+        Outcome::RpcFailed(_) => EXIT_RPC,
+        Outcome::Unhealthy(_) => EXIT_UNHEALTHY,
+    }
+}
 use std::time::Duration;
 
 // Help text: the doc comment of `Command::HealthProbe` in src/cli/mod.rs.
@@ -280,7 +298,8 @@ impl Args {
 
 pub fn run(a: Args) -> i32 {
     let started = std::time::Instant::now();
-    let (code, msg) = crate::probe::run(&a.options());
+    let outcome = crate::probe::run(&a.options());
+    let (code, msg) = (exit_code(&outcome), outcome.to_string());
     if a.verbose {
         super::output::plain(&format!(
             "addr={} service={:?} time elapsed: {:?}",
