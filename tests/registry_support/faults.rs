@@ -125,13 +125,7 @@ fn one(
         }
         Action::Truncate => {
             log.lock().unwrap().push((seen, "truncated"));
-            let mut body = vec![0u8; length];
-            reader.read_exact(&mut body)?;
-            let mut server = TcpStream::connect(("127.0.0.1", upstream))?;
-            let mut req = head.concat();
-            req.push_str("Connection: close\r\n\r\n");
-            server.write_all(req.as_bytes())?;
-            server.write_all(&body)?;
+            let mut server = forward(&mut reader, &head, length, upstream)?;
             let mut answer = Vec::new();
             server.read_to_end(&mut answer)?;
             let end = answer
@@ -145,17 +139,29 @@ fn one(
         }
         Action::Relay => {
             log.lock().unwrap().push((seen, "relayed"));
-            let mut body = vec![0u8; length];
-            reader.read_exact(&mut body)?;
-            let mut server = TcpStream::connect(("127.0.0.1", upstream))?;
-            let mut req = head.concat();
-            req.push_str("Connection: close\r\n\r\n");
-            server.write_all(req.as_bytes())?;
-            server.write_all(&body)?;
+            let mut server = forward(&mut reader, &head, length, upstream)?;
             std::io::copy(&mut server, &mut client)?;
             Ok(())
         }
     }
+}
+
+/// Reads the request's body and sends the request to the registry, on a connection of its own
+/// that closes after the answer.
+fn forward(
+    reader: &mut impl Read,
+    head: &[String],
+    length: usize,
+    upstream: u16,
+) -> std::io::Result<TcpStream> {
+    let mut body = vec![0u8; length];
+    reader.read_exact(&mut body)?;
+    let mut server = TcpStream::connect(("127.0.0.1", upstream))?;
+    let mut req = head.concat();
+    req.push_str("Connection: close\r\n\r\n");
+    server.write_all(req.as_bytes())?;
+    server.write_all(&body)?;
+    Ok(server)
 }
 
 /// Closes `s` with a RST: SO_LINGER on with a zero timeout, then close.
