@@ -288,17 +288,8 @@ fn read_plan(src: &mut dyn BlobSource, reference: &str, limit: u64) -> Result<Pl
         }
         m => images.push(m),
     }
-    let mut blobs = Vec::new();
-    for m in images {
-        let Manifest::Image { config, layers } = m else {
-            bail!("image indexes nested in an index are not supported");
-        };
-        for d in std::iter::once(config).chain(layers) {
-            blobs.push((d.digest, d.size));
-        }
-    }
-    blobs.sort();
-    blobs.dedup();
+    let blobs = manifest::blobs_of(images)
+        .ok_or_else(|| anyhow!("image indexes nested in an index are not supported"))?;
     Ok(Plan {
         top,
         children,

@@ -190,7 +190,6 @@ pub fn read_image(dir: &Path, tag: Option<&str>, limit: u64) -> Result<Image> {
         size: f.bytes.len() as u64,
     };
     let mut manifests = Vec::new();
-    let mut blobs = Vec::new();
     let mut images = Vec::new();
     match m {
         Manifest::Index { manifests: list } => {
@@ -211,16 +210,8 @@ pub fn read_image(dir: &Path, tag: Option<&str>, limit: u64) -> Result<Image> {
         }
         m => images.push(m),
     }
-    for m in images {
-        let Manifest::Image { config, layers } = m else {
-            bail!("image indexes nested in an index are not supported");
-        };
-        for d in std::iter::once(config).chain(layers) {
-            blobs.push((d.digest, d.size));
-        }
-    }
-    blobs.sort();
-    blobs.dedup();
+    let blobs = manifest::blobs_of(images)
+        .ok_or_else(|| anyhow!("image indexes nested in an index are not supported"))?;
     Ok(Image {
         dir: dir.to_path_buf(),
         top,

@@ -104,6 +104,25 @@ pub enum Manifest {
     },
 }
 
+/// The distinct blobs (configs and layers) of image manifests, by digest and size, sorted;
+/// `None` when one of them is an index (an index nested in an index).
+pub fn blobs_of(images: Vec<Manifest>) -> Option<Vec<(String, u64)>> {
+    let mut blobs = Vec::new();
+    for m in images {
+        let Manifest::Image { config, layers } = m else {
+            return None;
+        };
+        blobs.extend(
+            std::iter::once(config)
+                .chain(layers)
+                .map(|d| (d.digest, d.size)),
+        );
+    }
+    blobs.sort();
+    blobs.dedup();
+    Some(blobs)
+}
+
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Raw {

@@ -144,8 +144,12 @@ fn shared_roots() -> &'static [Certificate<'static>] {
     })
 }
 
+/// [`shared_roots`] as ureq takes them, made once (a clone shares the list).
 fn default_roots() -> RootCerts {
-    RootCerts::new_with_certs(shared_roots())
+    static ROOTS: OnceLock<RootCerts> = OnceLock::new();
+    ROOTS
+        .get_or_init(|| RootCerts::new_with_certs(shared_roots()))
+        .clone()
 }
 
 #[cfg(test)]
