@@ -8,6 +8,7 @@
 
 mod common;
 mod legacy_support;
+mod mirror_support;
 mod registry_support;
 
 mod bad_catalogs;
@@ -49,6 +50,7 @@ mod legacy;
 mod list_cli;
 mod load;
 mod migrate_cli;
+mod mirror;
 mod registry_client;
 mod render_fidelity;
 mod render_template_cli;

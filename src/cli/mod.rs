@@ -14,6 +14,7 @@ pub mod ingest;
 pub mod init;
 pub mod list;
 pub mod migrate;
+pub mod mirror;
 pub mod opm;
 pub mod output;
 pub mod progress;
@@ -235,6 +236,19 @@ pub enum Command {
     Image(image::Args),
     /// Generate artifacts for file-based catalogs (a Dockerfile, as opm does).
     Generate(generate::Args),
+    /// Copy filtered catalogs and every image they name into a disconnected registry.
+    ///
+    /// Reads oc-mirror v2's ImageSetConfiguration (the operator part, additionalImages and
+    /// blockedImages). Each catalog is pinned to the digest its reference names at the start,
+    /// filtered with oc-mirror's semantics, completed with the bundles its kept bundles require
+    /// (unless skipDependencies), and validated: an invalid result copies nothing. Then every
+    /// image (bundles, related images, additional images, less blocked ones) is copied whole, by
+    /// digest, with its signature tags; the filtered catalog is rebuilt on its source image and
+    /// pushed last. A rerun copies only what is missing.
+    ///
+    /// Exit codes: 0 everything copied; 1 a failure (every one is listed; with --keep-going
+    /// the run carries on past failed images); 2 a usage error or an invalid configuration.
+    Mirror(mirror::Args),
 }
 
 /// Runs the CLI on `argv`; returns the process exit code.
@@ -295,6 +309,7 @@ pub fn dispatch(cli: Cli) -> i32 {
         Command::HealthProbe(a) => health_probe::run(a),
         Command::Image(a) => image::run(a),
         Command::Generate(a) => generate::run(a),
+        Command::Mirror(a) => mirror::run(a),
     }
 }
 

@@ -26,7 +26,10 @@ use std::time::Duration;
 /// How to copy.
 #[derive(Clone, Debug)]
 pub struct CopyOptions {
+    /// How to reach the destination, and the source unless `source_connection` says otherwise.
     pub connection: Connection,
+    /// How to reach the source, when it differs from the destination (`--src-cert-dir`, ...).
+    pub source_connection: Option<Connection>,
     /// A repository of the destination's registry that may hold some of the blobs (a base
     /// image's): they are mounted from it. Without one, a source repository on the same
     /// registry is mounted from.
@@ -46,9 +49,15 @@ pub struct CopyOptions {
 }
 
 impl CopyOptions {
+    /// The source's connection.
+    pub fn source(&self) -> &Connection {
+        self.source_connection.as_ref().unwrap_or(&self.connection)
+    }
+
     pub fn new(connection: Connection) -> CopyOptions {
         CopyOptions {
             connection,
+            source_connection: None,
             mount_from: None,
             chunk_size: 16 << 20,
             attempts: 4,
@@ -68,9 +77,28 @@ type Outcome = OnceLock<Result<Sent, String>>;
 #[derive(Debug, Default)]
 pub struct InFlight {
     blobs: Mutex<HashMap<String, Arc<Outcome>>>,
+    /// A repository each blob was sent to, by registry and digest: a blob another repository
+    /// of the same registry needs is mounted from it.
+    placed: Mutex<HashMap<(String, String), String>>,
 }
 
 impl InFlight {
+    fn placed(&self, registry: &str, digest: &str) -> Option<String> {
+        self.placed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&(registry.to_string(), digest.to_string()))
+            .cloned()
+    }
+
+    fn place(&self, registry: &str, repository: &str, digest: &str) {
+        self.placed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry((registry.to_string(), digest.to_string()))
+            .or_insert_with(|| repository.to_string());
+    }
+
     /// Runs `send` once for `key`; later callers get its outcome as [`Sent::Skipped`].
     fn once(&self, key: String, send: impl FnOnce() -> Result<Sent>) -> Result<Sent> {
         let cell = self
@@ -203,7 +231,7 @@ fn copy_inner(
     opts: &CopyOptions,
     progress: &dyn Progress,
 ) -> Result<Copied> {
-    let mut src = open_source(from, &opts.connection)?;
+    let mut src = open_source(from, opts.source())?;
     let plan = read_plan(&mut *src, reference, opts.max_manifest_size)?;
     progress.start(plan.blobs.len(), plan.blobs.iter().map(|b| b.1).sum());
     let mut out = Copied {
@@ -225,7 +253,12 @@ fn copy_inner(
                 )?;
                 progress.manifest(&d.top.digest);
             }
-            let tag = r.tag.clone().unwrap_or_else(|| "latest".into());
+            // Untagged: put by digest when the destination names one, else as `latest`.
+            let tag = r
+                .tag
+                .clone()
+                .or_else(|| r.digest.clone())
+                .unwrap_or_else(|| "latest".into());
             upload::put_manifest(
                 &mut reg,
                 &plan.top.top.media_type,
@@ -391,18 +424,29 @@ struct Worker<'a> {
 }
 
 enum Dest {
-    Registry { reg: Box<Registry>, key: String },
-    Layout { w: LayoutWriter, key: String },
+    Registry {
+        reg: Box<Registry>,
+        registry: String,
+        repository: String,
+    },
+    Layout {
+        w: LayoutWriter,
+        key: String,
+    },
 }
 
 impl<'a> Worker<'a> {
     fn new(from: &ImageSource, to: &ImageSource, opts: &'a CopyOptions) -> Result<Worker<'a>> {
-        let src = open_source(from, &opts.connection)?;
+        let src = open_source(from, opts.source())?;
         let (dest, mount_from) = match to {
             ImageSource::Registry(r) => {
-                let key = format!("{}/{}", r.registry, r.repository);
                 let reg = Box::new(Registry::new(r, &opts.connection)?.for_push());
-                (Dest::Registry { reg, key }, mount_source(from, r, opts))
+                let dest = Dest::Registry {
+                    reg,
+                    registry: r.registry.clone(),
+                    repository: r.repository.clone(),
+                };
+                (dest, mount_source(from, r, opts))
             }
             ImageSource::Layout { dir, .. } => {
                 let w = LayoutWriter::create(dir)?;
@@ -421,13 +465,36 @@ impl<'a> Worker<'a> {
     fn blob(&mut self, digest: &str, size: u64) -> Result<Sent> {
         let (src, opts, mount_from) = (&mut self.src, self.opts, self.mount_from.as_deref());
         match &mut self.dest {
-            Dest::Registry { reg, key } => opts.in_flight.once(format!("{key}@{digest}"), || {
-                if upload::exists(reg, digest)? {
-                    return Ok(Sent::Skipped);
+            Dest::Registry {
+                reg,
+                registry,
+                repository,
+            } => {
+                let in_flight = &opts.in_flight;
+                let mut send = |mount_from: Option<&str>| -> Result<Sent> {
+                    if upload::exists(reg, digest)? {
+                        return Ok(Sent::Skipped);
+                    }
+                    let mut open = || -> Result<Box<dyn Read + Send>> { src.blob(digest) };
+                    upload::upload(reg, digest, size, mount_from, &sending(opts), &mut open)
+                };
+                // One send per registry and blob: the first copy that needs it sends it to its
+                // repository, and the others (at the same time or later) mount it from there.
+                let mut first = false;
+                let sent = in_flight.once(format!("{registry}@{digest}"), || {
+                    first = true;
+                    let sent = send(mount_from)?;
+                    in_flight.place(registry, repository, digest);
+                    Ok(sent)
+                })?;
+                if first {
+                    return Ok(sent);
                 }
-                let mut open = || -> Result<Box<dyn Read + Send>> { src.blob(digest) };
-                upload::upload(reg, digest, size, mount_from, &sending(opts), &mut open)
-            }),
+                match in_flight.placed(registry, digest) {
+                    Some(p) if p == *repository => Ok(Sent::Skipped),
+                    placed => send(placed.as_deref().or(mount_from)),
+                }
+            }
             Dest::Layout { w, key } => opts.in_flight.once(format!("{key}@{digest}"), || {
                 if w.has(digest) {
                     return Ok(Sent::Skipped);

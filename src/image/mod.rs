@@ -41,6 +41,7 @@ pub mod push;
 pub mod reference;
 pub mod registry;
 pub mod retry;
+pub mod tags;
 pub mod trust;
 pub mod unpacked;
 pub mod upload;

@@ -96,10 +96,22 @@ pub struct Staged {
 /// Validates the catalog, then builds the image into a private layout: the stages below, in
 /// order ([`read_catalog`], [`write_configs`], [`build_cache`], [`assemble`]).
 pub fn build(opts: &BuildOptions) -> Result<Staged, Error> {
+    absolute(&opts.configs_path, "--configs-path")?;
+    absolute(&opts.cache_path, "--cache-path")?;
+    let (catalog, warnings) = read_catalog(opts)?;
+    build_catalog(catalog, warnings, opts)
+}
+
+/// [`build`] of a catalog already read and validated (`opts.sources` is not read): the mirror
+/// rebuilds filtered catalogs with it.
+pub fn build_catalog(
+    catalog: crate::model::Catalog,
+    warnings: Vec<Diagnostic>,
+    opts: &BuildOptions,
+) -> Result<Staged, Error> {
     let mtime = opts.source_date_epoch.unwrap_or(0);
     let configs_path = absolute(&opts.configs_path, "--configs-path")?;
     let cache_path = absolute(&opts.cache_path, "--cache-path")?;
-    let (catalog, warnings) = read_catalog(opts)?;
     let staging = tempfile::Builder::new()
         .prefix("opreg-image-build-")
         .tempdir()?;

@@ -31,9 +31,9 @@ pub struct Wanted {
     pub origins: Vec<Origin>,
 }
 
-/// The images of `catalog` (filtered) and `cfg`'s additional images, less the blocked ones,
+/// The images of `catalogs` (filtered) and `cfg`'s additional images, less the blocked ones,
 /// each once, in a stable order (as first named). Returns them and the blocked ones.
-pub fn wanted(catalog: &Catalog, cfg: &ImageSetConfiguration) -> (Vec<Wanted>, Vec<String>) {
+pub fn wanted(catalogs: &[&Catalog], cfg: &ImageSetConfiguration) -> (Vec<Wanted>, Vec<String>) {
     let blocked: Vec<regex::Regex> = cfg
         .mirror
         .blocked_images
@@ -64,7 +64,7 @@ pub fn wanted(catalog: &Catalog, cfg: &ImageSetConfiguration) -> (Vec<Wanted>, V
         });
         w.origins.push(origin);
     };
-    for p in catalog.packages.values() {
+    for p in catalogs.iter().flat_map(|c| c.packages.values()) {
         for b in p.bundles.values() {
             let origin = |related| Origin::Bundle {
                 package: p.name.clone(),
@@ -182,7 +182,7 @@ mod tests {
         cfg.mirror.blocked_images.push(BlockedImage {
             name: ".*/alpine.*".into(),
         });
-        let (list, blocked) = wanted(&catalog(), &cfg);
+        let (list, blocked) = wanted(&[&catalog()], &cfg);
         let sources: Vec<&str> = list.iter().map(|w| w.source.as_str()).collect();
         assert_eq!(
             sources,

@@ -1,14 +1,26 @@
 //! `opreg mirror`'s library: what to copy into a disconnected registry, decided before anything
-//! is copied.
+//! is copied, then the copy, the rebuilt catalogs and the record of the run.
 //!
 //! | module | owns |
 //! |---|---|
 //! | [`config`] | oc-mirror v2's `ImageSetConfiguration` (the operator part), read and validated |
 //! | [`filter`] | the bundles an operator entry selects, with oc-mirror's filter semantics |
-//! | [`images`] | the images to copy (bundles', related, additional, less blocked) and their names at the destination |
 //! | [`deps`] | the bundles the kept bundles' `olm.package.required` and `olm.gvk.required` add |
+//! | [`images`] | the images to copy (bundles', related, additional, less blocked) and their names at the destination |
+//! | [`plan`] | each catalog pinned, read, filtered, completed and validated; the image list |
+//! | [`transfer`] | copying the images concurrently, whole and by digest, skipping what is there |
+//! | [`signatures`] | an image's signature, attestation and SBOM tags and referrers at its source |
+//! | [`rebuild`] | the filtered catalog's image, rebuilt on its source image and pushed |
+//! | [`workspace`] | the plan and the run's record as files |
+//! | [`run`] | the whole mirror, in order |
 
 pub mod config;
 pub mod deps;
 pub mod filter;
 pub mod images;
+pub mod plan;
+pub mod rebuild;
+pub mod run;
+pub mod signatures;
+pub mod transfer;
+pub mod workspace;

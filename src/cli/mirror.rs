@@ -1,0 +1,301 @@
+//! `opreg mirror`: flags to [`crate::mirror::run::MirrorOptions`], a progress bar, and the
+//! summary; the work is [`crate::mirror`]'s.
+
+use super::output;
+use crate::error::Error;
+use crate::image::registry::Connection;
+use crate::mirror::run::{self, Destination, MirrorOptions, Report};
+use crate::mirror::transfer::Progress;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// oc-mirror v2's ImageSetConfiguration (mirror.openshift.io/v2alpha1): its operators,
+    /// additionalImages and blockedImages.
+    #[arg(long, short = 'c', value_name = "FILE")]
+    pub config: PathBuf,
+    /// Where the images go: docker://REGISTRY[/PREFIX].
+    #[arg(value_name = "DESTINATION")]
+    pub destination: String,
+    /// Write the plan (WORKSPACE/dry-run/mapping.txt and plan.json) and copy nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Holds the plan, the run's record (mapping.txt, plan.json, results.json).
+    #[arg(long, value_name = "DIR", default_value = "opreg-mirror")]
+    pub workspace: PathBuf,
+    /// Images copied at the same time.
+    #[arg(long, value_name = "N", default_value_t = 4)]
+    pub parallel_images: usize,
+    /// Blobs of one image copied at the same time.
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    pub parallel_layers: usize,
+    /// Carry on past an image that fails after its retries (the exit code is still 1).
+    #[arg(long)]
+    pub keep_going: bool,
+    /// Fold destination paths deeper than N components, as oc-mirror does (0: never).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub max_nested_paths: usize,
+    /// Rebuild each filtered catalog on this image instead of the source catalog's own.
+    #[arg(long, value_name = "IMAGE")]
+    pub catalog_base: Option<String>,
+    /// Leave signatures, attestations, SBOMs and referrers behind.
+    #[arg(long)]
+    pub remove_signatures: bool,
+    /// Print only errors.
+    #[arg(short, long)]
+    pub quiet: bool,
+    #[command(flatten)]
+    pub sides: Sides,
+}
+
+// The connection flags, for both sides or for one.
+#[derive(clap::Args, Debug, Clone)]
+#[command(next_help_heading = "Connections")]
+pub struct Sides {
+    /// Talk plain HTTP to both registries.
+    #[arg(long)]
+    pub use_http: bool,
+    /// Talk plain HTTP to the source registries.
+    #[arg(long)]
+    pub src_use_http: bool,
+    /// Talk plain HTTP to the destination registry.
+    #[arg(long)]
+    pub dest_use_http: bool,
+    /// Do not verify either side's TLS certificates.
+    #[arg(long)]
+    pub skip_tls_verify: bool,
+    /// Do not verify the source registries' TLS certificates.
+    #[arg(long)]
+    pub src_skip_tls_verify: bool,
+    /// Do not verify the destination registry's TLS certificate.
+    #[arg(long)]
+    pub dest_skip_tls_verify: bool,
+    /// CA certificates (`*.crt`) and client certificate (`NAME.cert`, `NAME.key`) for both
+    /// sides, in place of containers' certs.d directories.
+    #[arg(long, value_name = "DIR")]
+    pub cert_dir: Option<PathBuf>,
+    /// The same, for the source registries only.
+    #[arg(long, value_name = "DIR")]
+    pub src_cert_dir: Option<PathBuf>,
+    /// The same, for the destination registry only.
+    #[arg(long, value_name = "DIR")]
+    pub dest_cert_dir: Option<PathBuf>,
+    /// Longest wait, in seconds, on a registry that sends nothing.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30)]
+    pub registry_timeout: u64,
+    /// Content-addressed blob cache for the catalogs' pulls [default: as for render].
+    #[arg(long, value_name = "DIR")]
+    pub image_cache: Option<PathBuf>,
+}
+
+impl Sides {
+    fn connection(&self, use_http: bool, skip: bool, cert_dir: &Option<PathBuf>) -> Connection {
+        Connection {
+            use_http: self.use_http || use_http,
+            skip_tls_verify: self.skip_tls_verify || skip,
+            timeout: Duration::from_secs(self.registry_timeout.max(1)),
+            cert_dir: cert_dir.clone().or_else(|| self.cert_dir.clone()),
+            retries: Default::default(),
+        }
+    }
+}
+
+pub fn run(a: Args) -> i32 {
+    let opts = match options(&a) {
+        Ok(o) => o,
+        Err(e) => return super::fail(e),
+    };
+    let bar = Bar::new(a.quiet);
+    let result = run::mirror(&opts, &bar);
+    drop(bar);
+    match result {
+        Ok(report) => summary(&report, &opts, a.quiet),
+        Err(e) => super::fail(e),
+    }
+}
+
+fn options(a: &Args) -> Result<MirrorOptions, Error> {
+    let s = &a.sides;
+    let source = s.connection(s.src_use_http, s.src_skip_tls_verify, &s.src_cert_dir);
+    let dest = s.connection(s.dest_use_http, s.dest_skip_tls_verify, &s.dest_cert_dir);
+    let image = crate::image::ImageArgs {
+        use_http: source.use_http,
+        skip_tls_verify: source.skip_tls_verify,
+        cert_dir: source.cert_dir.clone(),
+        registry_timeout: s.registry_timeout,
+        image_cache: s.image_cache.clone(),
+        ..Default::default()
+    };
+    if a.parallel_images == 0 || a.parallel_layers == 0 {
+        return Err(Error::Usage(
+            "--parallel-images and --parallel-layers are at least 1".into(),
+        ));
+    }
+    Ok(MirrorOptions {
+        config: a.config.clone(),
+        destination: Destination::parse(&a.destination)?,
+        workspace: a.workspace.clone(),
+        dry_run: a.dry_run,
+        image,
+        source,
+        dest,
+        parallel_images: a.parallel_images,
+        parallel_layers: a.parallel_layers,
+        keep_going: a.keep_going,
+        max_nested_paths: a.max_nested_paths,
+        catalog_base: a.catalog_base.clone(),
+        remove_signatures: a.remove_signatures,
+    })
+}
+
+fn summary(r: &Report, opts: &MirrorOptions, quiet: bool) -> i32 {
+    let note = |m: String| {
+        if !quiet {
+            output::status(m)
+        }
+    };
+    for c in &r.plan.catalogs {
+        let kept: usize = c.kept.values().map(|b| b.len()).sum();
+        note(format!(
+            "catalog {} pinned to {}: {kept} of {} bundles kept, {} added for dependencies",
+            c.entry.catalog,
+            c.digest,
+            c.bundles_in_source,
+            c.added.len()
+        ));
+        for w in &c.warnings {
+            output::warning(format!("catalog {}: {w}", c.entry.catalog));
+        }
+    }
+    for b in &r.plan.blocked {
+        note(format!("blocked: {b}"));
+    }
+    if opts.dry_run {
+        let bytes: u64 = r.inspected.iter().map(|i| i.bytes - i.present_bytes).sum();
+        note(format!(
+            "dry run: {} images to copy, {} to send; wrote {}",
+            r.plan.images.len(),
+            human(bytes),
+            opts.workspace.join("dry-run").display()
+        ));
+    } else {
+        let there = r.outcomes.iter().filter(|o| o.already_there).count();
+        let sent: u64 = r.outcomes.iter().map(|o| o.uploaded_bytes).sum();
+        let sigs: usize = r.outcomes.iter().map(|o| o.signatures.len()).sum();
+        note(format!(
+            "mirrored {} images ({there} already there, {} sent, {sigs} signatures and attachments); record in {}",
+            r.outcomes.iter().filter(|o| o.error.is_none()).count(),
+            human(sent),
+            opts.workspace.display()
+        ));
+        for c in &r.rebuilt {
+            note(format!("catalog pushed: {}@{}", c.destination, c.digest));
+        }
+    }
+    let failures = r.failures();
+    for f in &failures {
+        output::error(f);
+    }
+    if r.not_attempted > 0 {
+        output::error(format!(
+            "{} images not attempted after the first failure (--keep-going carries on); no catalog was pushed",
+            r.not_attempted
+        ));
+    } else if !failures.is_empty() && !opts.dry_run {
+        output::error("no catalog was pushed: some of its images are missing at the destination");
+    }
+    if failures.is_empty() && r.not_attempted == 0 {
+        super::EXIT_OK
+    } else {
+        super::EXIT_FAILURE
+    }
+}
+
+fn human(bytes: u64) -> String {
+    match bytes {
+        b if b >= 1 << 30 => format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64),
+        b if b >= 1 << 20 => format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64),
+        b if b >= 1 << 10 => format!("{:.1} KiB", b as f64 / 1024.0),
+        b => format!("{b} B"),
+    }
+}
+
+/// Images done of total, bytes, rate and the current image, on a terminal; log lines with
+/// `--log-format json`; nothing with `-q`.
+enum Bar {
+    Drawn {
+        pb: indicatif::ProgressBar,
+        bytes: AtomicU64,
+        start: Instant,
+    },
+    Lines,
+    Nothing,
+}
+
+impl Bar {
+    fn new(quiet: bool) -> Bar {
+        if quiet {
+            return Bar::Nothing;
+        }
+        if output::json() {
+            return Bar::Lines;
+        }
+        if !std::io::stderr().is_terminal() {
+            return Bar::Nothing;
+        }
+        let pb = indicatif::ProgressBar::new(0);
+        pb.set_style(
+            indicatif::ProgressStyle::with_template("mirroring {bar:25} {pos}/{len} images {msg}")
+                .expect("static template"),
+        );
+        pb.enable_steady_tick(Duration::from_millis(200));
+        Bar::Drawn {
+            pb,
+            bytes: AtomicU64::new(0),
+            start: Instant::now(),
+        }
+    }
+}
+
+impl Progress for Bar {
+    fn planned(&self, images: usize) {
+        match self {
+            Bar::Drawn { pb, .. } => pb.set_length(images as u64),
+            Bar::Lines => tracing::info!(images, "mirroring"),
+            Bar::Nothing => {}
+        }
+    }
+
+    fn image_started(&self, name: &str) {
+        if let Bar::Drawn { pb, bytes, start } = self {
+            let b = bytes.load(Ordering::Relaxed);
+            let rate = b as f64 / start.elapsed().as_secs_f64().max(0.001);
+            pb.set_message(format!("{} ({}/s) {name}", human(b), human(rate as u64)));
+        }
+    }
+
+    fn bytes(&self, n: u64) {
+        if let Bar::Drawn { bytes, .. } = self {
+            bytes.fetch_add(n, Ordering::Relaxed);
+        }
+    }
+
+    fn image_done(&self, name: &str, ok: bool) {
+        match self {
+            Bar::Drawn { pb, .. } => pb.inc(1),
+            Bar::Lines => tracing::info!(image = name, ok, "image done"),
+            Bar::Nothing => {}
+        }
+    }
+}
+
+impl Drop for Bar {
+    fn drop(&mut self) {
+        if let Bar::Drawn { pb, .. } = self {
+            pb.finish_and_clear();
+        }
+    }
+}

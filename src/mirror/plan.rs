@@ -1,0 +1,191 @@
+//! The plan of a mirror, made before anything is copied: each catalog pinned to the digest its
+//! reference names now, read, filtered, its dependencies added and the result validated; then
+//! every image to copy with its name at the destination.
+//!
+//! Everything after the pin uses the digest, so a tag that moves during the run changes nothing.
+
+use super::config::{ImageSetConfiguration, Operator};
+use super::deps::{self, Added};
+use super::filter;
+use super::images::{self, Wanted};
+use crate::error::Error;
+use crate::image::reference::{self, ImageSource, Reference};
+use crate::model::Catalog;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+
+/// How the plan reads its sources.
+#[derive(Clone, Debug)]
+pub struct PlanOptions {
+    /// How to pull the catalogs (the source side's connection, cache and limits).
+    pub image: crate::image::ImageArgs,
+    /// `REGISTRY[/PREFIX]` the images go to (for a mirror to disk, the names inside the layout).
+    pub destination: String,
+    /// `--max-nested-paths` (0: no folding).
+    pub max_nested_paths: usize,
+}
+
+/// One catalog of the configuration, filtered.
+#[derive(Debug)]
+pub struct PlannedCatalog {
+    /// The operator entry.
+    pub entry: Operator,
+    /// `REGISTRY/REPOSITORY@DIGEST`: the catalog as pinned at the start.
+    pub pinned: String,
+    pub digest: String,
+    /// Where the rebuilt catalog goes, by tag.
+    pub destination: String,
+    /// Where the source image keeps its FBC (its configs label), `/configs` when it says none.
+    pub configs_path: String,
+    /// The filtered catalog, dependencies included.
+    pub catalog: Catalog,
+    /// Bundles in the source catalog, and kept.
+    pub bundles_in_source: usize,
+    pub kept: BTreeMap<String, BTreeSet<String>>,
+    /// Bundles added for dependencies, each with the requirement that brought it.
+    pub added: Vec<Added>,
+    /// The filter's and the resolver's notes.
+    pub warnings: Vec<String>,
+}
+
+/// One image to copy.
+#[derive(Clone, Debug)]
+pub struct PlannedImage {
+    pub wanted: Wanted,
+    /// The destination as the catalog or configuration wrote the source (tag or digest).
+    pub destination: String,
+}
+
+/// The whole plan.
+#[derive(Debug, Default)]
+pub struct Plan {
+    pub catalogs: Vec<PlannedCatalog>,
+    pub images: Vec<PlannedImage>,
+    /// Images a `blockedImages` pattern left out.
+    pub blocked: Vec<String>,
+}
+
+/// The tag an image named only by digest gets at the destination, so that garbage collection
+/// keeps it: `mirror-sha256-<hex>` (not `sha256-<hex>`, the OCI referrers fallback tag).
+pub fn digest_tag(digest: &str) -> String {
+    format!("mirror-{}", digest.replace(':', "-"))
+}
+
+/// Makes the plan: pins, reads and filters each catalog, adds dependencies, validates, and lists
+/// the images. Any error names the catalog.
+pub fn plan(cfg: &ImageSetConfiguration, opts: &PlanOptions) -> Result<Plan, Error> {
+    let mut out = Plan::default();
+    for op in &cfg.mirror.operators {
+        out.catalogs.push(plan_catalog(op, opts)?);
+    }
+    let catalogs: Vec<&Catalog> = out.catalogs.iter().map(|c| &c.catalog).collect();
+    let (wanted, blocked) = images::wanted(&catalogs, cfg);
+    out.blocked = blocked;
+    for w in wanted {
+        let destination = images::destination(&w, &opts.destination, opts.max_nested_paths)
+            .map_err(Error::Usage)?;
+        out.images.push(PlannedImage {
+            wanted: w,
+            destination,
+        });
+    }
+    Ok(out)
+}
+
+fn plan_catalog(op: &Operator, opts: &PlanOptions) -> Result<PlannedCatalog, Error> {
+    let fail = |why: String| Error::failed(format!("catalog {}: {why}", op.catalog));
+    let source = match reference::parse_source(&op.catalog) {
+        Ok(ImageSource::Registry(r)) => r,
+        Ok(ImageSource::Layout { .. }) | Err(_) => {
+            return Err(Error::Usage(format!(
+                "catalog {:?}: not a registry reference",
+                op.catalog
+            )))
+        }
+    };
+    let digest = crate::image::current_digest(&PathBuf::from(&op.catalog), &opts.image)
+        .map_err(|e| Error::failed(crate::image::one_line(&e)))?
+        .ok_or_else(|| fail("not an image reference".into()))?;
+    let pinned = format!("{}/{}@{digest}", source.registry, source.repository);
+    let resolved = crate::load::resolve(&[PathBuf::from(&pinned)], &opts.image, false)?;
+    let configs_path = match resolved.images.first().and_then(|i| i.as_ref()) {
+        Some(i) => match &i.kind {
+            crate::image::kind::ImageKind::Catalog { configs } => configs.clone(),
+            other => {
+                return Err(fail(format!(
+                    "a {} image, not a file-based catalog image",
+                    other.name()
+                )))
+            }
+        },
+        None => "/configs".to_string(),
+    };
+    let checked = crate::load::check(&resolved, &Default::default(), &mut |b, _| b);
+    let whole = match checked.result {
+        Ok(c) => c.into_inner(),
+        Err(_) => {
+            let first = checked.errors.first().map(crate::error::one_line);
+            return Err(fail(format!(
+                "the source catalog is invalid ({} errors; first: {})",
+                checked.errors.len(),
+                first.unwrap_or_default()
+            )));
+        }
+    };
+    let mut filtered = filter::filter(&whole, op).map_err(&fail)?;
+    let mut added = Vec::new();
+    if !op.skip_dependencies {
+        let r = deps::resolve(&whole, &mut filtered);
+        added = r.added;
+        filtered.warnings.extend(r.warnings);
+    }
+    let problems: Vec<String> = crate::validate::validate(&filtered.catalog)
+        .iter()
+        .filter(|d| d.is_error())
+        .map(crate::error::one_line)
+        .collect();
+    if !problems.is_empty() {
+        return Err(fail(format!(
+            "the filtered catalog is invalid, nothing was copied: {}",
+            problems.join("; ")
+        )));
+    }
+    Ok(PlannedCatalog {
+        destination: catalog_destination(op, &source, &digest, opts)?,
+        entry: op.clone(),
+        pinned,
+        digest,
+        configs_path,
+        bundles_in_source: whole.packages.values().map(|p| p.bundles.len()).sum(),
+        catalog: filtered.catalog,
+        kept: filtered.kept,
+        added,
+        warnings: filtered.warnings,
+    })
+}
+
+/// `DEST/<targetCatalog, else the source path>:<targetTag, else the source tag>`; a catalog
+/// named by digest alone gets [`digest_tag`].
+fn catalog_destination(
+    op: &Operator,
+    source: &Reference,
+    digest: &str,
+    opts: &PlanOptions,
+) -> Result<String, Error> {
+    let path = match op.target_catalog.trim_matches('/') {
+        "" => source.repository.clone(),
+        t => t.to_string(),
+    };
+    let tag = match (op.target_tag.as_str(), &source.tag) {
+        ("", Some(t)) => t.clone(),
+        ("", None) => digest_tag(digest),
+        (t, _) => t.to_string(),
+    };
+    let w = Wanted {
+        source: format!("{}/{path}:{tag}", source.registry),
+        target_repo: Some(path),
+        target_tag: Some(tag),
+        origins: Vec::new(),
+    };
+    images::destination(&w, &opts.destination, opts.max_nested_paths).map_err(Error::Usage)
+}

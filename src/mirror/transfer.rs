@@ -1,0 +1,358 @@
+//! Copying the planned images: each one whole, by digest (every platform of an index, the
+//! manifests byte for byte), at most `parallel_images` at a time with `parallel_layers` blobs
+//! each, a blob shared by several images sent once (and mounted where another repository of
+//! the destination registry has it). An image whose digest the destination already holds at
+//! its tag is not copied again, so a rerun copies only what is missing.
+//!
+//! With each image go its signatures ([`super::signatures`]). A failure stops the run unless
+//! `keep_going` is set; either way every failure is reported.
+
+use super::plan::{digest_tag, PlannedImage};
+use super::signatures::{self, Found};
+use crate::image::copy::{self, CopyOptions, InFlight, Sent};
+use crate::image::manifest::{self, Manifest};
+use crate::image::reference::{self, ImageSource, Reference};
+use crate::image::registry::{BlobSource, Connection, Registry};
+use crate::image::tags;
+use anyhow::{anyhow, Result};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// How to copy.
+#[derive(Clone, Debug)]
+pub struct TransferOptions {
+    pub source: Connection,
+    pub destination: Connection,
+    pub parallel_images: usize,
+    pub parallel_layers: usize,
+    pub keep_going: bool,
+    /// Leave signatures, attestations, SBOMs and referrers behind.
+    pub remove_signatures: bool,
+    pub max_manifest_size: u64,
+    pub chunk_size: u64,
+}
+
+/// What the mirror reports as it goes; called from the copying threads.
+pub trait Progress: Sync {
+    fn planned(&self, _images: usize) {}
+    fn image_started(&self, _name: &str) {}
+    /// Bytes of blobs sent (or found at the destination).
+    fn bytes(&self, _n: u64) {}
+    fn image_done(&self, _name: &str, _ok: bool) {}
+}
+
+/// Reports nothing.
+pub struct NoProgress;
+impl Progress for NoProgress {}
+
+/// What happened to one image.
+#[derive(Clone, Debug, Default)]
+pub struct Outcome {
+    pub source: String,
+    pub destination: String,
+    /// The digest copied (the source's, kept at the destination).
+    pub digest: String,
+    /// The destination held it already.
+    pub already_there: bool,
+    pub uploaded: usize,
+    pub uploaded_bytes: u64,
+    pub mounted: usize,
+    pub skipped: usize,
+    /// Signature tags and referrers copied with it (`TAG` or `DIGEST`).
+    pub signatures: Vec<String>,
+    /// The failure, when it failed.
+    pub error: Option<String>,
+}
+
+/// What a dry run learned of one image at the source and the destination.
+#[derive(Clone, Debug, Default)]
+pub struct Inspected {
+    pub digest: String,
+    /// Blobs (configs and layers, each once) and their bytes.
+    pub blobs: usize,
+    pub bytes: u64,
+    /// Blobs the destination has already, and their bytes.
+    pub present: usize,
+    pub present_bytes: u64,
+    pub signatures: Vec<Found>,
+    pub error: Option<String>,
+}
+
+/// Copies `images`; returns one outcome per image attempted, in the plan's order.
+pub fn copy_all(
+    images: &[PlannedImage],
+    opts: &TransferOptions,
+    progress: &dyn Progress,
+) -> Vec<Outcome> {
+    progress.planned(images.len());
+    let shared = Shared {
+        in_flight: Arc::new(InFlight::default()),
+        found: signatures::Cache::default(),
+    };
+    let stop = |o: &Outcome| o.error.is_some() && !opts.keep_going;
+    parallel(images.len(), opts.parallel_images, stop, |i| {
+        let img = &images[i];
+        progress.image_started(&img.wanted.source);
+        let out = copy_one(img, opts, &shared, progress);
+        progress.image_done(&img.wanted.source, out.error.is_none());
+        out
+    })
+}
+
+/// What a dry run reads of each image: its blobs and bytes, those the destination has, and
+/// its signatures. Nothing is copied.
+pub fn inspect_all(images: &[PlannedImage], opts: &TransferOptions) -> Vec<Inspected> {
+    let cache = signatures::Cache::default();
+    parallel(
+        images.len(),
+        opts.parallel_images,
+        |_| false,
+        |i| {
+            let mut out = Inspected::default();
+            if let Err(e) = inspect(&images[i], opts, &cache, &mut out) {
+                out.error = Some(crate::image::one_line(&e));
+            }
+            out
+        },
+    )
+}
+
+fn inspect(
+    img: &PlannedImage,
+    opts: &TransferOptions,
+    cache: &signatures::Cache,
+    out: &mut Inspected,
+) -> Result<()> {
+    let from = reference::parse(&img.wanted.source).map_err(|e| anyhow!("{e}"))?;
+    let mut src = Registry::new(&from, &opts.source)?;
+    let limit = opts.max_manifest_size;
+    let top = src.manifest(from.manifest_ref(), limit)?;
+    out.digest = crate::image::cache::digest_of(&top.bytes);
+    let mut digests = vec![out.digest.clone()];
+    let mut images = Vec::new();
+    match manifest::parse_manifest(&top.bytes, top.content_type.as_deref())
+        .map_err(|e| anyhow!("{e}"))?
+    {
+        Manifest::Index { manifests } => {
+            for d in manifests {
+                let child = src.manifest(&d.digest, limit)?;
+                let m = manifest::parse_manifest(&child.bytes, Some(&d.media_type))
+                    .map_err(|e| anyhow!("{e}"))?;
+                images.push(m);
+                digests.push(d.digest);
+            }
+        }
+        m => images.push(m),
+    }
+    let blobs = manifest::blobs_of(images).unwrap_or_default();
+    let Ends { to, .. } = ends(&img.wanted.source, &img.destination, &out.digest)?;
+    let mut dest = Registry::new(&to, &opts.destination)?;
+    for (d, size) in &blobs {
+        out.blobs += 1;
+        out.bytes += size;
+        if crate::image::upload::exists(&mut dest, d)? {
+            out.present += 1;
+            out.present_bytes += size;
+        }
+    }
+    if !opts.remove_signatures {
+        out.signatures = signatures::find(&mut src, &from, &digests, cache)?;
+    }
+    Ok(())
+}
+
+/// Runs `f` on `0..count`, `workers` at a time; once `stop` holds for a result, no new item
+/// starts. The results, in order, of the items that ran.
+fn parallel<T: Send>(
+    count: usize,
+    workers: usize,
+    stop: impl Fn(&T) -> bool + Sync,
+    f: impl Fn(usize) -> T + Sync,
+) -> Vec<T> {
+    let next = AtomicUsize::new(0);
+    let stopped = AtomicBool::new(false);
+    let results: Mutex<Vec<(usize, T)>> = Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..workers.clamp(1, count.max(1)) {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::SeqCst);
+                if i >= count || stopped.load(Ordering::SeqCst) {
+                    return;
+                }
+                let out = f(i);
+                if stop(&out) {
+                    stopped.store(true, Ordering::SeqCst);
+                }
+                results
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push((i, out));
+            });
+        }
+    });
+    let mut results = results.into_inner().unwrap_or_else(|e| e.into_inner());
+    results.sort_by_key(|(i, _)| *i);
+    results.into_iter().map(|(_, o)| o).collect()
+}
+
+/// What copies running at the same time share.
+struct Shared {
+    in_flight: Arc<InFlight>,
+    found: signatures::Cache,
+}
+
+fn copy_one(
+    img: &PlannedImage,
+    opts: &TransferOptions,
+    shared: &Shared,
+    progress: &dyn Progress,
+) -> Outcome {
+    let mut out = Outcome {
+        source: img.wanted.source.clone(),
+        destination: img.destination.clone(),
+        ..Default::default()
+    };
+    if let Err(e) = try_copy(img, opts, shared, progress, &mut out) {
+        out.error = Some(crate::image::one_line(&e));
+    }
+    out
+}
+
+/// The source and destination of one image, parsed: the destination always by tag.
+pub struct Ends {
+    pub from: Reference,
+    pub to: Reference,
+}
+
+/// Parses an image's source and destination; an image named by digest alone is tagged
+/// [`digest_tag`] at the destination.
+pub fn ends(source: &str, destination: &str, digest: &str) -> Result<Ends> {
+    let parse = |s: &str| reference::parse(s).map_err(|e| anyhow!("{s}: {e}"));
+    let from = parse(source)?;
+    let mut to = parse(destination)?;
+    if to.tag.is_none() {
+        to.tag = Some(digest_tag(digest));
+    }
+    to.digest = None;
+    Ok(Ends { from, to })
+}
+
+fn try_copy(
+    img: &PlannedImage,
+    opts: &TransferOptions,
+    shared: &Shared,
+    progress: &dyn Progress,
+    out: &mut Outcome,
+) -> Result<()> {
+    let from = reference::parse(&img.wanted.source).map_err(|e| anyhow!("{e}"))?;
+    let mut src = Registry::new(&from, &opts.source)?;
+    let top = src.manifest(from.manifest_ref(), opts.max_manifest_size)?;
+    let digest = crate::image::cache::digest_of(&top.bytes);
+    if from.digest.as_deref().is_some_and(|d| d != digest) {
+        return Err(anyhow!(
+            "manifest {} does not match its digest",
+            from.manifest_ref()
+        ));
+    }
+    out.digest = digest.clone();
+    let Ends { from, to } = ends(&img.wanted.source, &img.destination, &digest)?;
+    let tag = to.tag.clone().unwrap_or_default();
+    let mut dest = Registry::new(&to, &opts.destination)?;
+    out.already_there = tags::head_manifest(&mut dest, &tag)?.as_deref() == Some(&digest);
+    if !out.already_there {
+        let copied = copy::copy_digest(
+            &ImageSource::Registry(from.clone()),
+            &digest,
+            &ImageSource::Registry(to.clone()),
+            &copy_options(opts, shared),
+            &Bytes(progress),
+        )?;
+        out.uploaded = copied.uploaded;
+        out.uploaded_bytes = copied.uploaded_bytes;
+        out.mounted = copied.mounted;
+        out.skipped = copied.skipped;
+    }
+    if opts.remove_signatures {
+        return Ok(());
+    }
+    let mut digests = vec![digest];
+    if let Ok(Manifest::Index { manifests }) =
+        manifest::parse_manifest(&top.bytes, top.content_type.as_deref())
+    {
+        digests.extend(manifests.into_iter().map(|d| d.digest));
+    }
+    let found = signatures::find(&mut src, &from, &digests, &shared.found)?;
+    out.signatures = copy_signatures(&found, &from, &to, &mut dest, opts, shared)?;
+    Ok(())
+}
+
+/// Copies each signature, attestation, SBOM and referrer the destination lacks.
+fn copy_signatures(
+    found: &[Found],
+    from: &Reference,
+    to: &Reference,
+    dest: &mut Registry,
+    opts: &TransferOptions,
+    shared: &Shared,
+) -> Result<Vec<String>> {
+    let mut copied = Vec::new();
+    for f in found {
+        let (src_ref, dest_ref) = match f {
+            Found::Tag { tag, digest } => {
+                if tags::head_manifest(dest, tag)?.as_deref() == Some(digest.as_str()) {
+                    continue;
+                }
+                let mut s = from.clone();
+                s.tag = Some(tag.clone());
+                s.digest = Some(digest.clone());
+                let mut d = to.clone();
+                d.tag = Some(tag.clone());
+                (s, d)
+            }
+            Found::Referrer { digest } => {
+                if tags::head_manifest(dest, digest)?.is_some() {
+                    continue;
+                }
+                let mut s = from.clone();
+                s.tag = None;
+                s.digest = Some(digest.clone());
+                let mut d = to.clone();
+                d.tag = None;
+                d.digest = Some(digest.clone());
+                (s, d)
+            }
+        };
+        let digest = src_ref.digest.clone().unwrap_or_default();
+        copy::copy_digest(
+            &ImageSource::Registry(src_ref),
+            &digest,
+            &ImageSource::Registry(dest_ref.clone()),
+            &copy_options(opts, shared),
+            &copy::NoProgress,
+        )?;
+        copied.push(match f {
+            Found::Tag { tag, .. } => tag.clone(),
+            Found::Referrer { digest } => digest.clone(),
+        });
+    }
+    Ok(copied)
+}
+
+fn copy_options(opts: &TransferOptions, shared: &Shared) -> CopyOptions {
+    let mut c = CopyOptions::new(opts.destination.clone());
+    c.source_connection = Some(opts.source.clone());
+    c.jobs = opts.parallel_layers.max(1);
+    c.in_flight = shared.in_flight.clone();
+    c.max_manifest_size = opts.max_manifest_size;
+    c.chunk_size = opts.chunk_size;
+    c
+}
+
+/// A copy's progress, as bytes for the mirror's.
+struct Bytes<'a>(&'a dyn Progress);
+
+impl copy::Progress for Bytes<'_> {
+    fn blob(&self, _digest: &str, size: u64, _sent: Sent) {
+        self.0.bytes(size);
+    }
+}
