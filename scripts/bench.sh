@@ -14,6 +14,9 @@
 #                                    server and against the curl/sendfile peer) and the build peaks
 #                                    (serving a built database with the HTTP port included) on the
 #                                    community catalog, printed, not written (about 3 minutes)
+#   scripts/bench.sh --mirror        only the mirror section: opreg mirror against skopeo copy --all
+#                                    over 200 images and about 1 GB between loopback registries
+#                                    (scripts/bench-mirror.sh; about 10 minutes), printed
 #   scripts/bench.sh --out FILE      write the report elsewhere
 #   scripts/bench.sh --baseline REV  measure the build of git revision REV side by side with this
 #                                    one (default: 92d76c1, the last build before this release's
@@ -47,13 +50,15 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --smoke) smoke=1; shift ;;
     --catalogd) catalogd=1; shift ;;
+    --mirror) shift; cargo build --profile dist --locked --quiet --bin opreg
+      exec scripts/bench-mirror.sh --opreg "${CARGO_TARGET_DIR:-$PWD/target}/dist/opreg" "$@" ;;
     --out) out="$2"; shift 2 ;;
     --baseline) baseline="$2"; shift 2 ;;
     --no-baseline) baseline=""; shift ;;
     --step) step="$2"; shift 2 ;;
     --no-step) step=""; shift ;;
     --) shift; extra+=("$@"); break ;;
-    *) echo "usage: scripts/bench.sh [--smoke | --catalogd] [--out FILE] [--baseline REV | --no-baseline] [--step REV | --no-step] [-- HARNESS-RUN-ARGS...]" >&2; exit 2 ;;
+    *) echo "usage: scripts/bench.sh [--smoke | --catalogd | --mirror] [--out FILE] [--baseline REV | --no-baseline] [--step REV | --no-step] [-- HARNESS-RUN-ARGS...]" >&2; exit 2 ;;
   esac
 done
 

@@ -7,6 +7,7 @@
 //! | [`filter`] | the bundles an operator entry selects, with oc-mirror's filter semantics |
 //! | [`deps`] | the bundles the kept bundles' `olm.package.required` and `olm.gvk.required` add |
 //! | [`images`] | the images to copy (bundles', related, additional, less blocked) and their names at the destination |
+//! | [`heads`] | one head per channel: the replaces chain between two kept heads kept |
 //! | [`plan`] | each catalog pinned, read, filtered, completed and validated; the image list |
 //! | [`transfer`] | copying the images concurrently, whole and by digest, skipping what is there |
 //! | [`signatures`] | an image's signature, attestation and SBOM tags and referrers at its source |
@@ -17,6 +18,7 @@
 pub mod config;
 pub mod deps;
 pub mod filter;
+pub mod heads;
 pub mod images;
 pub mod plan;
 pub mod rebuild;

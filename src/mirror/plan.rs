@@ -139,6 +139,8 @@ fn plan_catalog(op: &Operator, opts: &PlanOptions) -> Result<PlannedCatalog, Err
         added = r.added;
         filtered.warnings.extend(r.warnings);
     }
+    let repaired = super::heads::repair(&whole, &mut filtered);
+    filtered.warnings.extend(repaired);
     let problems: Vec<String> = crate::validate::validate(&filtered.catalog)
         .iter()
         .filter(|d| d.is_error())
