@@ -7,8 +7,10 @@
 //! | [`filter`] | the bundles an operator entry selects, with oc-mirror's filter semantics |
 //! | [`images`] | the images to copy (bundles', related, additional, less blocked) and their names at the destination |
 //! | [`deps`] | the bundles the kept bundles' `olm.package.required` and `olm.gvk.required` add |
+//! | [`resources`] | the cluster resources oc-mirror v2 writes (IDMS, ITMS, CatalogSource, ClusterCatalog), rendered and written |
 
 pub mod config;
 pub mod deps;
 pub mod filter;
 pub mod images;
+pub mod resources;
