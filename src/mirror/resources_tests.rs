@@ -607,3 +607,34 @@ fn write_replaces_the_resources_atomically() {
     let err = write(&out, &[("../x.yaml".into(), String::new())]).unwrap_err();
     assert!(err.contains("not a cluster resource file name"), "{err}");
 }
+
+#[test]
+fn the_files_read_as_oc_mirrors_do() {
+    let list = [
+        m(
+            &format!("quay.io/ns/op@sha256:{SHA_A}"),
+            &format!("reg:5000/p/ns/op@sha256:{SHA_A}"),
+            Kind::Operator,
+        ),
+        m(
+            "quay.io/ns/proxy:v1",
+            "reg:5000/p/ns/proxy:v1",
+            Kind::Operator,
+        ),
+    ];
+    let files = render(&list, &[catalog("v4.15", None)], false).unwrap();
+    let v = env!("CARGO_PKG_VERSION");
+    let meta = format!("metadata:\n  annotations:\n    createdBy: opreg\n    opreg_version: {v}\n");
+    assert_eq!(
+        file(&files, IDMS_FILE),
+        format!("---\napiVersion: config.openshift.io/v1\nkind: ImageDigestMirrorSet\n{meta}  name: idms-operator-0\nspec:\n  imageDigestMirrors:\n  - mirrors:\n    - reg:5000/p/ns\n    source: quay.io/ns\n")
+    );
+    assert_eq!(
+        file(&files, "cs-redhat-operator-index-v4-15.yaml"),
+        format!("apiVersion: operators.coreos.com/v1alpha1\nkind: CatalogSource\n{meta}  name: cs-redhat-operator-index-v4-15\n  namespace: openshift-marketplace\nspec:\n  image: myregistry/mynamespace/redhat/redhat-operator-index:v4.15\n  sourceType: grpc\n")
+    );
+    assert_eq!(
+        file(&files, "cc-redhat-operator-index-v4-15.yaml"),
+        format!("apiVersion: olm.operatorframework.io/v1\nkind: ClusterCatalog\n{meta}  name: cc-redhat-operator-index-v4-15\nspec:\n  priority: 0\n  source:\n    image:\n      ref: myregistry/mynamespace/redhat/redhat-operator-index:v4.15\n    type: Image\n")
+    );
+}
