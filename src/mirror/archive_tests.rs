@@ -337,3 +337,34 @@ fn directories_and_dot_components_are_accepted() {
     assert_eq!(stats.blobs, 1);
     assert_eq!(listing(root.path()), [format!("blobs/sha256/{hex}")]);
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+    /// A damaged archive (bytes changed anywhere, or cut short) unpacks or fails; whatever it
+    /// does, nothing lands outside the root and every blob that lands hashes to its name.
+    #[test]
+    fn damaged_archives_fail_cleanly(
+        flips in proptest::collection::vec((0usize..10240, proptest::prelude::any::<u8>()), 0..8),
+        cut in 0usize..10240,
+    ) {
+        let (ws, files) = workspace();
+        let out = tempfile::tempdir().unwrap();
+        let archives = pack(ws.path(), &files, out.path(), 1 << 30).unwrap();
+        let mut bytes = std::fs::read(&archives[0]).unwrap();
+        for (at, b) in flips {
+            let at = at % bytes.len();
+            bytes[at] = b;
+        }
+        bytes.truncate(cut.max(1).min(bytes.len()));
+        let outer = tempfile::tempdir().unwrap();
+        let root = outer.path().join("root");
+        let _ = unpack_bytes(&bytes, &root);
+        for f in listing(outer.path()) {
+            proptest::prop_assert!(f.starts_with("root/"), "{f}");
+            if let Some(hex) = f.strip_prefix("root/blobs/sha256/") {
+                let data = std::fs::read(outer.path().join(&f)).unwrap();
+                proptest::prop_assert_eq!(sha256(&data), hex);
+            }
+        }
+    }
+}

@@ -169,6 +169,38 @@ pub fn record(dir: &Path, added: &[PathBuf], now: SystemTime) -> Result<History,
     Ok(h)
 }
 
+/// The blobs in the workspace's layout now, as `blobs/<algorithm>/<hex>` paths: taken before
+/// and after a run, their difference is what the run added (for [`record`]). A workspace
+/// without blobs has none.
+pub fn blobs(dir: &Path) -> Result<BTreeSet<PathBuf>, String> {
+    let mut out = BTreeSet::new();
+    let root = dir.join("blobs");
+    let algorithms = match std::fs::read_dir(&root) {
+        Ok(list) => list,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
+        Err(e) => return Err(format!("{}: {e}", root.display())),
+    };
+    for alg in algorithms {
+        let alg = alg.map_err(|e| format!("{}: {e}", root.display()))?;
+        if !alg.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let list =
+            std::fs::read_dir(alg.path()).map_err(|e| format!("{}: {e}", alg.path().display()))?;
+        for blob in list {
+            let blob = blob.map_err(|e| format!("{}: {e}", alg.path().display()))?;
+            if blob.file_type().is_ok_and(|t| t.is_file()) {
+                out.insert(
+                    Path::new("blobs")
+                        .join(alg.file_name())
+                        .join(blob.file_name()),
+                );
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// What to pack: with no date, what the last run added (the run that just mirrored, when the
 /// caller recorded it first); with a date, what every run at or after that date (00:00 UTC)
 /// added. Sorted, each once.
@@ -245,6 +277,22 @@ mod tests {
         assert_eq!(since("2026-11-04"), paths(&["a", "c", "d"]));
         assert_eq!(since("2026-11-05"), paths(&["a", "c", "d"]));
         assert!(since("2026-11-06").is_empty());
+    }
+
+    #[test]
+    fn blobs_now_and_their_difference() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(blobs(dir.path()).unwrap().is_empty());
+        std::fs::create_dir_all(dir.path().join("blobs/sha256")).unwrap();
+        std::fs::write(dir.path().join("blobs/sha256/a"), "").unwrap();
+        let before = blobs(dir.path()).unwrap();
+        std::fs::write(dir.path().join("blobs/sha256/b"), "").unwrap();
+        std::fs::create_dir_all(dir.path().join("blobs/sha512")).unwrap();
+        std::fs::write(dir.path().join("blobs/sha512/c"), "").unwrap();
+        std::fs::write(dir.path().join("blobs/stray"), "").unwrap();
+        let after = blobs(dir.path()).unwrap();
+        let added: Vec<PathBuf> = after.difference(&before).cloned().collect();
+        assert_eq!(added, paths(&["blobs/sha256/b", "blobs/sha512/c"]));
     }
 
     #[test]
