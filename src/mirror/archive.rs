@@ -7,7 +7,7 @@
 //! path), only regular files and directories are accepted (no links or devices), and every
 //! blob under `blobs/<algorithm>/<hex>` is hashed as it is written and refused when it does
 //! not match its name. Blobs land one by one (each renamed into place once verified; a blob
-//! already present is skipped); the other files (`index.json`, the plan, …) are held as
+//! already present with the entry's size is skipped); the other files (`index.json`, the plan, …) are held as
 //! temporary files and renamed into place only after every archive unpacked, so a layout
 //! never names blobs that are not there.
 
@@ -250,7 +250,10 @@ fn unpack_one(
         if rel.starts_with("blobs") {
             let (alg, hex) = blob_name(&rel)
                 .ok_or_else(|| format!("{name}: not a blob (blobs/<algorithm>/<hex digest>)"))?;
-            if std::fs::symlink_metadata(&dest).is_ok_and(|m| m.is_file()) {
+            // One already there is kept when it has the entry's size (a blob is renamed into
+            // place only once verified; the size check catches one a power loss truncated).
+            let size = entry.header().size().map_err(|e| format!("{name}: {e}"))?;
+            if std::fs::symlink_metadata(&dest).is_ok_and(|m| m.is_file() && m.len() == size) {
                 stats.blobs_skipped += 1;
                 continue;
             }

@@ -44,6 +44,12 @@ fn round_trip() {
     // Again: the blobs are there already, the other files are written again.
     let again = unpack(&archives, back.path()).unwrap();
     assert_eq!((again.blobs, again.blobs_skipped, again.files), (0, 2, 3));
+    // A blob cut short (a power loss after its rename) is written again.
+    let layer = back.path().join(&files[0]);
+    std::fs::write(&layer, b"").unwrap();
+    let mended = unpack(&archives, back.path()).unwrap();
+    assert_eq!((mended.blobs, mended.blobs_skipped), (1, 1));
+    assert_eq!(read(back.path(), &files[0]), read(ws.path(), &files[0]));
 }
 
 #[test]
