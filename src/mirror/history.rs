@@ -189,7 +189,12 @@ pub fn blobs(dir: &Path) -> Result<BTreeSet<PathBuf>, String> {
             std::fs::read_dir(alg.path()).map_err(|e| format!("{}: {e}", alg.path().display()))?;
         for blob in list {
             let blob = blob.map_err(|e| format!("{}: {e}", alg.path().display()))?;
-            if blob.file_type().is_ok_and(|t| t.is_file()) {
+            // Only digests: a temporary file a killed run left (`.tmp…`) is no blob.
+            let name = blob.file_name();
+            let hex = name.to_str().is_some_and(|n| {
+                !n.is_empty() && n.bytes().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f'))
+            });
+            if hex && blob.file_type().is_ok_and(|t| t.is_file()) {
                 out.insert(
                     Path::new("blobs")
                         .join(alg.file_name())
@@ -287,6 +292,7 @@ mod tests {
         std::fs::write(dir.path().join("blobs/sha256/a"), "").unwrap();
         let before = blobs(dir.path()).unwrap();
         std::fs::write(dir.path().join("blobs/sha256/b"), "").unwrap();
+        std::fs::write(dir.path().join("blobs/sha256/.tmpXy12"), "").unwrap();
         std::fs::create_dir_all(dir.path().join("blobs/sha512")).unwrap();
         std::fs::write(dir.path().join("blobs/sha512/c"), "").unwrap();
         std::fs::write(dir.path().join("blobs/stray"), "").unwrap();
