@@ -48,6 +48,9 @@ targets=(
     www_authenticate:1024:
     image_layer:65536:
     imageset_config:8192:
+    mirror_history:8192:
+    mirror_archive:65536:
+    catalog_source_template:4096:
 )
 
 # --debug-assertions: integer overflow and debug_assert! count as crashes too.

@@ -14,14 +14,20 @@
 //! | [`rebuild`] | the filtered catalog's image, rebuilt on its source image and pushed |
 //! | [`workspace`] | the plan and the run's record as files |
 //! | [`run`] | the whole mirror, in order |
+//! | [`archive`] | opreg's archives for mirror to disk (`mirror_000001.tar`, …): packed deterministically, unpacked with every blob verified |
+//! | [`history`] | the workspace's `history.json`: what each mirror-to-disk run added, and what `--since` packs |
+//! | [`resources`] | the cluster resources oc-mirror v2 writes (IDMS, ITMS, CatalogSource, ClusterCatalog), rendered and written |
 
+pub mod archive;
 pub mod config;
 pub mod deps;
 pub mod filter;
 pub mod heads;
+pub mod history;
 pub mod images;
 pub mod plan;
 pub mod rebuild;
+pub mod resources;
 pub mod run;
 pub mod signatures;
 pub mod transfer;

@@ -6,6 +6,7 @@
 use super::config::{self, ImageSetConfiguration};
 use super::plan::{self, Plan, PlanOptions};
 use super::rebuild::{self, RebuildOptions, Rebuilt};
+use super::resources::{self, CatalogResource, Kind, Mirrored};
 use super::transfer::{self, Inspected, Outcome, Progress, TransferOptions};
 use super::workspace;
 use crate::error::Error;
@@ -131,6 +132,12 @@ pub fn mirror(opts: &MirrorOptions, progress: &dyn Progress) -> Result<Report, E
         max_manifest_size: opts.image.max_manifest_size,
         chunk_size: 16 << 20,
     };
+    for op in &cfg.mirror.operators {
+        if !op.target_catalog_source_template.is_empty() {
+            resources::check_template(Path::new(&op.target_catalog_source_template))
+                .map_err(Error::Usage)?;
+        }
+    }
     let mut report = Report {
         plan,
         ..Default::default()
@@ -148,6 +155,7 @@ pub fn mirror(opts: &MirrorOptions, progress: &dyn Progress) -> Result<Report, E
         let plan_json = workspace::plan_json(&report.plan, &report.inspected);
         write(&mut report, &dir.join("mapping.txt"), mapping.as_bytes())?;
         write(&mut report, &dir.join("plan.json"), &pretty(&plan_json))?;
+        write_resources(&mut report, &dir.join("cluster-resources"), opts)?;
         return Ok(report);
     }
     let plan_json = pretty(&workspace::plan_json(&report.plan, &[]));
@@ -182,7 +190,44 @@ pub fn mirror(opts: &MirrorOptions, progress: &dyn Progress) -> Result<Report, E
         progress.image_done(&c.destination, true);
         report.rebuilt.push(r);
     }
+    write_resources(&mut report, &opts.workspace.join("cluster-resources"), opts)?;
     Ok(report)
+}
+
+/// The cluster resources of the plan's images and catalogs, written to `dir`.
+fn write_resources(report: &mut Report, dir: &Path, opts: &MirrorOptions) -> Result<(), Error> {
+    let mirrored: Vec<Mirrored> = report
+        .plan
+        .images
+        .iter()
+        .map(|i| Mirrored {
+            source: i.wanted.source.clone(),
+            destination: i.destination.clone(),
+            kind: match i.wanted.origins.first() {
+                Some(super::images::Origin::Additional) => Kind::Additional,
+                _ => Kind::Operator,
+            },
+        })
+        .collect();
+    let catalogs: Vec<CatalogResource> = report
+        .plan
+        .catalogs
+        .iter()
+        .map(|c| CatalogResource {
+            source: c.entry.catalog.clone(),
+            destination: c.destination.clone(),
+            template: Some(&c.entry.target_catalog_source_template)
+                .filter(|t| !t.is_empty())
+                .map(PathBuf::from),
+        })
+        .collect();
+    let files = resources::render(&mirrored, &catalogs, opts.max_nested_paths > 0)
+        .map_err(Error::failed)?;
+    resources::write(dir, &files).map_err(Error::failed)?;
+    report
+        .written
+        .extend(files.iter().map(|(name, _)| dir.join(name)));
+    Ok(())
 }
 
 fn pretty(v: &serde_json::Value) -> Vec<u8> {
