@@ -434,6 +434,9 @@ fn from_template(path: &Path, name: &str, image: &str) -> Result<Value, String> 
     let mut meta = object(top.remove("metadata"), "metadata").map_err(&bad)?;
     meta.remove("creationTimestamp");
     let mut notes = object(meta.remove("annotations"), "metadata.annotations").map_err(&bad)?;
+    if let Some((k, _)) = notes.iter().find(|(_, v)| !v.is_string()) {
+        return Err(bad(format!("metadata.annotations.{k} is not a string")));
+    }
     if let Value::Object(ours) = annotations() {
         notes.extend(ours);
     }

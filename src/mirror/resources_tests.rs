@@ -498,6 +498,14 @@ fn a_template_that_cannot_be_used_is_an_error() {
         (
             template(
                 dir.path(),
+                "note.yaml",
+                &TEMPLATE.replace("  name: totalRubbish", "  annotations: {n: 1}"),
+            ),
+            "metadata.annotations.n is not a string",
+        ),
+        (
+            template(
+                dir.path(),
                 "typo.yaml",
                 &format!("{TEMPLATE}\n  updateStrategey: {{}}"),
             ),
