@@ -150,6 +150,26 @@ fn a_mirror_copies_the_filtered_catalog_its_images_dependencies_and_signatures()
         &format!("{dest}/catalogs/operators:v1"),
         &["dep", "etcd"],
     );
+    // The cluster resources point a cluster at the copies.
+    let res = ws.join("cluster-resources");
+    let idms = std::fs::read_to_string(res.join("idms-oc-mirror.yaml")).unwrap();
+    assert!(
+        idms.contains("kind: ImageDigestMirrorSet")
+            && idms.contains(&format!("source: {}/etcd", src.host))
+            && idms.contains(&format!("- {dest}/etcd")),
+        "{idms}"
+    );
+    let itms = std::fs::read_to_string(res.join("itms-oc-mirror.yaml")).unwrap();
+    assert!(
+        itms.contains(&format!("source: {}/tools", src.host)),
+        "{itms}"
+    );
+    let cs = std::fs::read_to_string(res.join("cs-operators-v1.yaml")).unwrap();
+    assert!(
+        cs.contains(&format!("image: {dest}/catalogs/operators:v1")),
+        "{cs}"
+    );
+    assert!(res.join("cc-operators-v1.yaml").is_file());
 
     // A second run copies nothing.
     let before = relay.seen.lock().unwrap().len();
@@ -277,6 +297,9 @@ fn skip_dependencies_gives_oc_mirrors_selection_and_a_dry_run_copies_nothing() {
         "skipDependencies adds nothing: {mapping}"
     );
     assert!(!mapping.contains("blocked/thing"), "{mapping}");
+    assert!(ws
+        .join("dry-run/cluster-resources/itms-oc-mirror.yaml")
+        .is_file());
     let plan: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(ws.join("dry-run/plan.json")).unwrap())
             .unwrap();
@@ -495,7 +518,15 @@ fn a_mirror_killed_mid_copy_resumes_copying_only_what_is_missing() {
     for d in &second {
         assert!(
             !first.contains(d),
-            "{d} was uploaded by the killed run and again: {first:?} {second:?}"
+            "{d} was uploaded by the killed run and again: {:?}\n{}",
+            relay
+                .seen
+                .lock()
+                .unwrap()
+                .iter()
+                .map(|(s, _)| format!("{} {}", s.method, s.path))
+                .collect::<Vec<_>>(),
+            std::fs::read_to_string(ws.join("placements.tsv")).unwrap_or_default()
         );
     }
     for r in src.expected(true) {

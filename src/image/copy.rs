@@ -80,6 +80,16 @@ pub struct InFlight {
     /// A repository each blob was sent to, by registry and digest: a blob another repository
     /// of the same registry needs is mounted from it.
     placed: Mutex<HashMap<(String, String), String>>,
+    /// Placements made since [`InFlight::take_new`] was last called.
+    new: Mutex<Vec<Placement>>,
+}
+
+/// A blob at a registry, and a repository of it that holds the blob.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Placement {
+    pub registry: String,
+    pub digest: String,
+    pub repository: String,
 }
 
 impl InFlight {
@@ -92,11 +102,34 @@ impl InFlight {
     }
 
     fn place(&self, registry: &str, repository: &str, digest: &str) {
+        let mut placed = self.placed.lock().unwrap_or_else(|e| e.into_inner());
+        let key = (registry.to_string(), digest.to_string());
+        if let std::collections::hash_map::Entry::Vacant(v) = placed.entry(key) {
+            v.insert(repository.to_string());
+            self.new
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(Placement {
+                    registry: registry.to_string(),
+                    digest: digest.to_string(),
+                    repository: repository.to_string(),
+                });
+        }
+    }
+
+    /// Remembers where an earlier run put a blob: a copy that needs it mounts it from there (and
+    /// uploads it when the mount is refused).
+    pub fn seed(&self, p: Placement) {
         self.placed
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .entry((registry.to_string(), digest.to_string()))
-            .or_insert_with(|| repository.to_string());
+            .entry((p.registry, p.digest))
+            .or_insert(p.repository);
+    }
+
+    /// The placements made since the last call, for a caller that keeps them across runs.
+    pub fn take_new(&self) -> Vec<Placement> {
+        std::mem::take(&mut *self.new.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
     /// Runs `send` once for `key`; later callers get its outcome as [`Sent::Skipped`].

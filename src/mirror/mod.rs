@@ -9,6 +9,7 @@
 //! | [`images`] | the images to copy (bundles', related, additional, less blocked) and their names at the destination |
 //! | [`heads`] | one head per channel: the replaces chain between two kept heads kept |
 //! | [`plan`] | each catalog pinned, read, filtered, completed and validated; the image list |
+//! | [`placements`] | where each blob was sent, kept across runs so that a rerun mounts instead of uploading |
 //! | [`transfer`] | copying the images concurrently, whole and by digest, skipping what is there |
 //! | [`signatures`] | an image's signature, attestation and SBOM tags and referrers at its source |
 //! | [`rebuild`] | the filtered catalog's image, rebuilt on its source image and pushed |
@@ -25,6 +26,7 @@ pub mod filter;
 pub mod heads;
 pub mod history;
 pub mod images;
+pub mod placements;
 pub mod plan;
 pub mod rebuild;
 pub mod resources;

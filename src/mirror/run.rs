@@ -131,6 +131,7 @@ pub fn mirror(opts: &MirrorOptions, progress: &dyn Progress) -> Result<Report, E
         remove_signatures: opts.remove_signatures,
         max_manifest_size: opts.image.max_manifest_size,
         chunk_size: 16 << 20,
+        placements: (!opts.dry_run).then(|| opts.workspace.join("placements.tsv")),
     };
     for op in &cfg.mirror.operators {
         if !op.target_catalog_source_template.is_empty() {

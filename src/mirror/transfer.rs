@@ -7,6 +7,7 @@
 //! With each image go its signatures ([`super::signatures`]). A failure stops the run unless
 //! `keep_going` is set; either way every failure is reported.
 
+use super::placements;
 use super::plan::{digest_tag, PlannedImage};
 use super::signatures::{self, Found};
 use crate::image::copy::{self, CopyOptions, InFlight, Sent};
@@ -30,6 +31,9 @@ pub struct TransferOptions {
     pub remove_signatures: bool,
     pub max_manifest_size: u64,
     pub chunk_size: u64,
+    /// Where the repositories holding each blob sent are kept across runs (a rerun mounts
+    /// from them instead of uploading again).
+    pub placements: Option<std::path::PathBuf>,
 }
 
 /// What the mirror reports as it goes; called from the copying threads.
@@ -89,11 +93,22 @@ pub fn copy_all(
         in_flight: Arc::new(InFlight::default()),
         found: signatures::Cache::default(),
     };
+    let log = opts.placements.as_deref();
+    if let Some(path) = log {
+        for p in placements::read(path) {
+            shared.in_flight.seed(p);
+        }
+    }
     let stop = |o: &Outcome| o.error.is_some() && !opts.keep_going;
     parallel(images.len(), opts.parallel_images, stop, |i| {
         let img = &images[i];
         progress.image_started(&img.wanted.source);
-        let out = copy_one(img, opts, &shared, progress);
+        let mut out = copy_one(img, opts, &shared, progress);
+        if let Some(path) = log {
+            if let Err(e) = placements::append(path, &shared.in_flight.take_new()) {
+                out.error.get_or_insert(format!("{}: {e}", path.display()));
+            }
+        }
         progress.image_done(&img.wanted.source, out.error.is_none());
         out
     })
@@ -265,7 +280,11 @@ fn try_copy(
             &digest,
             &ImageSource::Registry(to.clone()),
             &copy_options(opts, shared),
-            &Bytes(progress),
+            &Bytes {
+                progress,
+                shared,
+                log: opts.placements.as_deref(),
+            },
         )?;
         out.uploaded = copied.uploaded;
         out.uploaded_bytes = copied.uploaded_bytes;
@@ -348,11 +367,19 @@ fn copy_options(opts: &TransferOptions, shared: &Shared) -> CopyOptions {
     c
 }
 
-/// A copy's progress, as bytes for the mirror's.
-struct Bytes<'a>(&'a dyn Progress);
+/// A copy's progress, as bytes for the mirror's; each blob's placement recorded as it lands.
+struct Bytes<'a> {
+    progress: &'a dyn Progress,
+    shared: &'a Shared,
+    log: Option<&'a std::path::Path>,
+}
 
 impl copy::Progress for Bytes<'_> {
     fn blob(&self, _digest: &str, size: u64, _sent: Sent) {
-        self.0.bytes(size);
+        self.progress.bytes(size);
+        if let Some(path) = self.log {
+            // Losing the record only costs an upload on a rerun.
+            let _ = placements::append(path, &self.shared.in_flight.take_new());
+        }
     }
 }
