@@ -121,12 +121,23 @@ fn plan_catalog(op: &Operator, opts: &PlanOptions) -> Result<PlannedCatalog, Err
         None => "/configs".to_string(),
     };
     let checked = crate::load::check(&resolved, &Default::default(), &mut |b, _| b);
+    // The source need not be valid everywhere: only what the filter keeps must be (and is
+    // checked below). A source that could not be read at all is an error.
+    let mut source_notes = Vec::new();
     let whole = match checked.result {
         Ok(c) => c.into_inner(),
+        Err(c) if !c.packages.is_empty() => {
+            source_notes.push(format!(
+                "the source catalog has {} errors (first: {}); only the filtered catalog is required to be valid",
+                checked.errors.len(),
+                checked.errors.first().map(crate::error::one_line).unwrap_or_default()
+            ));
+            c
+        }
         Err(_) => {
             let first = checked.errors.first().map(crate::error::one_line);
             return Err(fail(format!(
-                "the source catalog is invalid ({} errors; first: {})",
+                "the source catalog cannot be read ({} errors; first: {})",
                 checked.errors.len(),
                 first.unwrap_or_default()
             )));
@@ -141,6 +152,7 @@ fn plan_catalog(op: &Operator, opts: &PlanOptions) -> Result<PlannedCatalog, Err
     }
     let repaired = super::heads::repair(&whole, &mut filtered);
     filtered.warnings.extend(repaired);
+    filtered.warnings.extend(source_notes);
     let problems: Vec<String> = crate::validate::validate(&filtered.catalog)
         .iter()
         .filter(|d| d.is_error())
