@@ -20,6 +20,7 @@ pub mod progress;
 pub mod render;
 pub mod render_template;
 pub mod serve;
+pub mod sign;
 pub mod upgrade;
 pub mod validate;
 
