@@ -48,6 +48,8 @@ targets=(
     www_authenticate:1024:
     image_layer:65536:
     imageset_config:8192:
+    signature_policy:8192:
+    cosign_key:4096:
 )
 
 # --debug-assertions: integer overflow and debug_assert! count as crashes too.

@@ -163,7 +163,7 @@ pub struct ImageFlags {
 }
 
 impl ImageFlags {
-    pub(super) fn args(&self) -> crate::image::ImageArgs {
+    fn args(&self) -> crate::image::ImageArgs {
         crate::image::ImageArgs {
             use_http: self.use_http,
             skip_tls_verify: self.skip_tls_verify,

@@ -32,7 +32,7 @@ pub struct SignArgs {
     #[arg(long, value_name = "FILE")]
     pub passphrase_file: Option<PathBuf>,
     #[command(flatten)]
-    pub image: super::image::ImageFlags,
+    pub image: RegistryFlags,
 }
 
 #[derive(clap::Args, Debug)]
@@ -44,7 +44,38 @@ pub struct VerifyArgs {
     #[arg(long, value_name = "FILE")]
     pub key: PathBuf,
     #[command(flatten)]
-    pub image: super::image::ImageFlags,
+    pub image: RegistryFlags,
+}
+
+// How to reach the registry (the connection flags of `image push`, without its upload ones).
+#[derive(clap::Args, Debug, Clone)]
+#[command(next_help_heading = "Registry")]
+pub struct RegistryFlags {
+    /// Talk plain HTTP to registries.
+    #[arg(long)]
+    pub use_http: bool,
+    /// Do not verify registries' TLS certificates.
+    #[arg(long)]
+    pub skip_tls_verify: bool,
+    /// A directory of the registry's CA certificates (`*.crt`) and client certificate
+    /// (`NAME.cert` with `NAME.key`), in place of containers' certs.d directory for it.
+    #[arg(long, value_name = "DIR")]
+    pub cert_dir: Option<PathBuf>,
+    /// Longest wait, in seconds, on a registry that sends nothing.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30)]
+    pub registry_timeout: u64,
+}
+
+impl RegistryFlags {
+    fn args(&self) -> crate::image::ImageArgs {
+        crate::image::ImageArgs {
+            use_http: self.use_http,
+            skip_tls_verify: self.skip_tls_verify,
+            registry_timeout: self.registry_timeout,
+            cert_dir: self.cert_dir.clone(),
+            ..Default::default()
+        }
+    }
 }
 
 /// The passphrase: `--passphrase-file`, else `COSIGN_PASSWORD` (empty is allowed, as cosign

@@ -172,7 +172,7 @@ pub struct Signed {
 /// go-containerregistry names it).
 pub fn cosign_identity(r: &Reference) -> String {
     let host = if r.registry == crate::imageref::DOCKER_HUB {
-        "index.docker.io"
+        crate::imageref::DOCKER_HUB_LEGACY
     } else {
         &r.registry
     };

@@ -2,6 +2,7 @@
 //! inputs, the same verdicts.
 
 use super::*;
+use crate::imageref::DOCKER_HUB;
 
 const FULL_RHEL: &str = "registry.access.redhat.com/rhel7/rhel:7.2.3";
 const UNTAGGED_RHEL: &str = "registry.access.redhat.com/rhel7/rhel";
@@ -250,7 +251,7 @@ fn remap_identity_rewrites() {
             "mirror.example/different-ns/image:tag",
         ),
         (
-            "docker.io",
+            DOCKER_HUB,
             "not-docker-signed.example/ns",
             "busybox",
             "not-docker-signed.example/ns/library/busybox",
@@ -274,7 +275,7 @@ fn remap_identity_rewrites() {
             "prefixmirror.example/ns/image:tag",
         ),
         (
-            "docker.io",
+            DOCKER_HUB,
             "not-docker-signed.example",
             "busybox",
             "not-docker-signed.example/library/busybox",
@@ -348,7 +349,7 @@ fn remap_identity_rewrites() {
 #[test]
 fn remap_identity_prefix_matches_whole_components() {
     let cases = [
-        ("docker.io/image", "docker.io", true),
+        ("docker.io/image", DOCKER_HUB, true),
         ("docker.io/image", "example.com", false),
         ("example.com:5000/image", "example.com:5000", true),
         ("example.com:50000/image", "example.com:5000", false),
@@ -534,7 +535,7 @@ fn scopes_from_most_to_least_specific() {
         [
             "docker.io/library/busybox",
             "docker.io/library",
-            "docker.io",
+            DOCKER_HUB,
             "*.io"
         ]
     );

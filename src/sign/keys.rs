@@ -270,18 +270,37 @@ pub fn public_key_der(key: &VerifyingKey) -> Vec<u8> {
         .unwrap_or_default()
 }
 
+/// The largest key file read.
+const MAX_KEY_FILE: u64 = 1 << 20;
+
+/// A file of at most `limit` bytes (a key or policy file: never a device that never ends).
+pub fn read_small_file(path: &std::path::Path, limit: u64) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    let fail = |e: std::io::Error| format!("{}: {e}", path.display());
+    let mut buf = Vec::new();
+    std::fs::File::open(path)
+        .map_err(fail)?
+        .take(limit + 1)
+        .read_to_end(&mut buf)
+        .map_err(fail)?;
+    if buf.len() as u64 > limit {
+        return Err(format!("{}: over {limit} bytes", path.display()));
+    }
+    Ok(buf)
+}
+
 /// Reads and decrypts the private key file `path`; the error names the file.
 pub fn read_private_key_file(
     path: &std::path::Path,
     passphrase: &[u8],
 ) -> Result<SigningKey, String> {
-    let text = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let text = read_small_file(path, MAX_KEY_FILE)?;
     decrypt_private_key(&text, passphrase).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// Reads the public key file `path`; the error names the file.
 pub fn read_public_key_file(path: &std::path::Path) -> Result<VerifyingKey, String> {
-    let text = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let text = read_small_file(path, MAX_KEY_FILE)?;
     parse_public_key(&text).map_err(|e| format!("{}: {e}", path.display()))
 }
 

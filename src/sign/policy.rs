@@ -71,7 +71,7 @@ impl Policy {
     /// Reads the policy file at `path`. The error is one line naming the file.
     pub fn load(path: &Path) -> Result<Policy, String> {
         let bytes =
-            std::fs::read(path).map_err(|e| format!("signature policy {}: {e}", path.display()))?;
+            keys::read_small_file(path, 4 << 20).map_err(|e| format!("signature policy {e}"))?;
         Policy::from_bytes(&bytes).map_err(|e| format!("signature policy {}: {e}", path.display()))
     }
 
@@ -348,7 +348,8 @@ fn sigstore_signed(o: &Map<String, Value>) -> Result<Requirement, String> {
         a.iter().map(|v| string(v, k)).collect()
     };
     let from_file = |p: &str| -> Result<VerifyingKey, String> {
-        let bytes = std::fs::read(p).map_err(|e| format!("keyPath {p}: {e}"))?;
+        let bytes =
+            keys::read_small_file(Path::new(p), 1 << 20).map_err(|e| format!("keyPath {e}"))?;
         keys::parse_public_key(&bytes).map_err(|e| format!("keyPath {p}: {e}"))
     };
     let from_data = |d: &str| -> Result<VerifyingKey, String> {
