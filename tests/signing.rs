@@ -865,6 +865,7 @@ fn serve_polls_past_a_refused_digest_until_it_is_signed() {
         "repo.json",
         &serde_json::json!({"default": [sigstore(&public, Some("matchRepository"))]}),
     );
+    let http = free_port().to_string();
     let server = crate::common::Server::start(&[
         &reference,
         "--use-http",
@@ -873,8 +874,23 @@ fn serve_polls_past_a_refused_digest_until_it_is_signed() {
         "300ms",
         "--signature-policy",
         repo.to_str().unwrap(),
+        "--http-port",
+        &http,
     ]);
     assert_eq!(list_packages(&server), vec!["etcd".to_string()]);
+    let refusals = || -> String {
+        let body = ureq::get(&format!("http://127.0.0.1:{http}/metrics"))
+            .call()
+            .unwrap()
+            .into_body()
+            .read_to_string()
+            .unwrap();
+        body.lines()
+            .find(|l| l.starts_with("opreg_images_refused"))
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert!(refusals().ends_with(" 0"), "{}", refusals());
 
     let moved = reg.push("catalogs/poll", "latest", &catalog_image(&prom));
     let wait = |what: &str, done: &dyn Fn() -> bool| {
@@ -904,6 +920,7 @@ fn serve_polls_past_a_refused_digest_until_it_is_signed() {
         1,
         "said once per digest"
     );
+    assert!(refusals().ends_with(" 1"), "counted once: {}", refusals());
 
     let (code, _, err) = run(
         &ctx,
