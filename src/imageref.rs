@@ -94,7 +94,9 @@ const UPPERCASE: &str = "invalid reference format: repository name must be lower
 /// may give, and the host its registry API is served from (docker config `auths` keys use all
 /// three).
 pub const DOCKER_HUB: &str = "docker.io";
-pub const DOCKER_HUB_NAMES: [&str; 3] = [DOCKER_HUB, "index.docker.io", DOCKER_HUB_API];
+pub const DOCKER_HUB_NAMES: [&str; 3] = [DOCKER_HUB, DOCKER_HUB_LEGACY, DOCKER_HUB_API];
+/// The legacy name of Docker Hub, which go-containerregistry (so cosign) still writes.
+pub const DOCKER_HUB_LEGACY: &str = "index.docker.io";
 /// The host Docker Hub's registry API is served from.
 pub const DOCKER_HUB_API: &str = "registry-1.docker.io";
 

@@ -28,6 +28,8 @@
 //! * [`inventory`] (`list`'s rows), [`diff`] (comparing catalogs), [`draw`] (update graphs
 //!   as Mermaid or DOT), [`template`] (catalog templates).
 //! * [`store`]: the SQLite store: schema from `migrations/`, atomic writes, read-only queries.
+//! * [`sign`]: cosign's key files and tag-based signatures, and containers-policy.json with its
+//!   verdict on an image (pure: the registry side is `image::signature`'s).
 //! * [`image`]: image references: pulling into a directory the readers read, building and
 //!   pushing catalog images.
 //! * [`imagebuild`]: building catalog images (layers, config, base, OCI layouts) from a
@@ -106,6 +108,7 @@ pub mod probe;
 pub mod release;
 pub mod serve;
 pub mod server;
+pub mod sign;
 pub mod source;
 pub mod sqlite;
 pub mod store;

@@ -60,6 +60,7 @@ mod serve_poll;
 mod serve_scale;
 mod serve_tls;
 mod served_objects;
+mod signing;
 mod slow_clients;
 mod store_safety;
 mod stress;

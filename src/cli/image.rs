@@ -38,6 +38,26 @@ pub enum ImageCommand {
     /// last, so a failed push leaves no tag pointing at missing content. Credentials come from
     /// the same files as for pulls. Prints the digest (not with -q).
     Push(PushArgs),
+    /// Write a new cosign key pair: PREFIX.key (ECDSA P-256, encrypted with the passphrase as
+    /// cosign encrypts it) and PREFIX.pub.
+    ///
+    /// The files are cosign's: cosign, podman and skopeo use them, and opreg reads theirs. The
+    /// passphrase comes from --passphrase-file, else COSIGN_PASSWORD, else a prompt.
+    GenerateKeyPair(super::sign::GenerateArgs),
+    /// Sign an image in a registry with a cosign private key.
+    ///
+    /// The signature is cosign's tag-based one, which podman, CRI-O and OpenShift verify: the
+    /// simple-signing payload naming the repository and the manifest digest, ECDSA-SHA256, in a
+    /// layer of the manifest at the tag sha256-<hex>.sig. Signing again adds a signature; the
+    /// others stay.
+    Sign(super::sign::SignArgs),
+    /// Verify that an image's digest is signed by a key, for its repository.
+    ///
+    /// Exits 0 when a signature by the key covers the digest REF names now and names REF's
+    /// repository, 1 otherwise, with one line saying why (unsigned, signed by another key, for
+    /// another digest or repository, or signed in sigstore's new bundle format, which opreg does
+    /// not read yet).
+    Verify(super::sign::VerifyArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -54,6 +74,12 @@ pub struct PushArgs {
     /// Print nothing on success, not even the digest (--digest-file writes it); only errors.
     #[arg(short, long)]
     pub quiet: bool,
+    /// Sign the pushed image with this cosign private key, after the push.
+    #[arg(long, value_name = "FILE")]
+    pub sign_key: Option<PathBuf>,
+    /// The --sign-key passphrase, from this file [default: $COSIGN_PASSWORD, else a prompt].
+    #[arg(long, value_name = "FILE", requires = "sign_key")]
+    pub passphrase_file: Option<PathBuf>,
     #[command(flatten)]
     pub image: ImageFlags,
 }
@@ -99,6 +125,15 @@ pub struct BuildArgs {
     /// and the warning that a dry run wrote no --digest-file.
     #[arg(short, long)]
     pub quiet: bool,
+    /// Sign each pushed image with this cosign private key, after the push (needs --push).
+    #[arg(long, value_name = "FILE", requires = "push")]
+    pub sign_key: Option<PathBuf>,
+    /// The --sign-key passphrase, from this file [default: $COSIGN_PASSWORD, else a prompt].
+    #[arg(long, value_name = "FILE", requires = "sign_key")]
+    pub passphrase_file: Option<PathBuf>,
+    /// A containers-policy.json the base image and image SOURCEs must satisfy.
+    #[arg(long, value_name = "FILE", env = "OPREG_SIGNATURE_POLICY")]
+    pub signature_policy: Option<PathBuf>,
     #[command(flatten)]
     pub image: ImageFlags,
 }
@@ -143,10 +178,20 @@ pub fn run(a: Args) -> i32 {
     match a.command {
         ImageCommand::Build(b) => run_build(b),
         ImageCommand::Push(p) => run_push(p),
+        ImageCommand::GenerateKeyPair(g) => super::sign::run_generate(g),
+        ImageCommand::Sign(s) => super::sign::run_sign(s),
+        ImageCommand::Verify(v) => super::sign::run_verify(v),
     }
 }
 
 fn run_push(a: PushArgs) -> i32 {
+    let key = match &a.sign_key {
+        Some(k) => match super::sign::signing_key(k, a.passphrase_file.as_deref()) {
+            Ok(k) => Some(k),
+            Err(e) => return super::fail(e),
+        },
+        None => None,
+    };
     let bar = super::progress::Bar::new(a.quiet, "pushing");
     let done = build::push_layout(
         &a.source,
@@ -161,10 +206,29 @@ fn run_push(a: PushArgs) -> i32 {
             if !a.quiet {
                 pushed(&r, &p);
             }
+            if let Some(k) = &key {
+                let args = a.image.args();
+                match sign_pushed(&r, &p.digest, k, &args) {
+                    Ok(s) if !a.quiet => super::sign::signed(&r.given, &s),
+                    Ok(_) => {}
+                    Err(e) => return super::fail(e),
+                }
+            }
             finish(&p.digest, a.digest_file.as_deref(), a.quiet)
         }
         Err(e) => super::fail(e),
     }
+}
+
+/// Signs what was just pushed to `r`.
+fn sign_pushed(
+    r: &crate::image::reference::Reference,
+    digest: &str,
+    key: &crate::sign::keys::SigningKey,
+    args: &crate::image::ImageArgs,
+) -> Result<crate::image::signature::Signed, Error> {
+    crate::image::signature::sign_pushed(r, digest, key, &args.connection(), args.max_manifest_size)
+        .map_err(|e| Error::failed(crate::image::one_line(&e)))
 }
 
 fn pushed(r: &crate::image::reference::Reference, p: &crate::image::push::Pushed) {
@@ -221,9 +285,19 @@ fn run_build(a: BuildArgs) -> i32 {
         Ok(p) => p,
         Err(e) => return fail(e),
     };
+    let key = match &a.sign_key {
+        Some(k) => match super::sign::signing_key(k, a.passphrase_file.as_deref()) {
+            Ok(k) => Some(k),
+            Err(e) => return fail(e),
+        },
+        None => None,
+    };
     let opts = BuildOptions {
         sources: a.sources.clone(),
-        image: a.image.args(),
+        image: crate::image::ImageArgs {
+            signature_policy: a.signature_policy.clone(),
+            ..a.image.args()
+        },
         base: a.base.clone(),
         platforms,
         labels,
@@ -262,6 +336,15 @@ fn run_build(a: BuildArgs) -> i32 {
                 pushed_any = !all.is_empty();
                 if !a.quiet {
                     all.iter().for_each(|(r, p)| pushed(r, p));
+                }
+                if let Some(k) = &key {
+                    for (r, p) in &all {
+                        match sign_pushed(r, &p.digest, k, &opts.image) {
+                            Ok(s) if !a.quiet => super::sign::signed(&r.given, &s),
+                            Ok(_) => {}
+                            Err(e) => return fail(e),
+                        }
+                    }
                 }
             }
             Err(e) => return fail(e),

@@ -21,6 +21,7 @@ pub mod progress;
 pub mod render;
 pub mod render_template;
 pub mod serve;
+pub mod sign;
 pub mod upgrade;
 pub mod validate;
 
@@ -232,7 +233,7 @@ pub enum Command {
     ///
     /// Exit codes: 0 SERVING, 1 bad arguments, 2 connection failure, 3 RPC failure, 4 not SERVING.
     HealthProbe(health_probe::Args),
-    /// Build and push catalog images, without a daemon.
+    /// Build, push, sign and verify catalog images, without a daemon.
     Image(image::Args),
     /// Generate artifacts for file-based catalogs (a Dockerfile, as opm does).
     Generate(generate::Args),

@@ -18,6 +18,16 @@ pub trait BlobSource {
     fn manifest(&mut self, reference: &str, limit: u64) -> Result<Fetched>;
     /// A blob's bytes, streamed (the caller verifies them).
     fn blob(&mut self, digest: &str) -> Result<Box<dyn Read + Send>>;
+    /// The manifest named, or `None` when the source says it has none by that name (a
+    /// registry's 404); any other failure is an error.
+    fn manifest_if_any(&mut self, reference: &str, limit: u64) -> Result<Option<Fetched>> {
+        self.manifest(reference, limit).map(Some)
+    }
+    /// The answer to a GET of `rest` below the repository's API path (`referrers/DIGEST`), at
+    /// most `limit` bytes; `None` when the source has no such thing or no such API.
+    fn get_if_any(&mut self, _rest: &str, _limit: u64) -> Result<Option<Vec<u8>>> {
+        Ok(None)
+    }
 }
 
 /// Reads at most `limit` bytes; more is an error naming `what`.

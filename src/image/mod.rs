@@ -24,6 +24,7 @@
 //! | [`push`] | pushing an image read from an OCI layout to a registry (a copy) |
 //! | [`layout`] | writing OCI image layouts, and reading one image of a layout whole |
 //! | [`dockerfile`] | `opm generate dockerfile`'s Dockerfile |
+//! | [`signature`] | cosign's signatures in registries: read, checked against a policy, written |
 
 pub mod auth;
 pub mod cache;
@@ -41,6 +42,7 @@ pub mod push;
 pub mod reference;
 pub mod registry;
 pub mod retry;
+pub mod signature;
 pub mod tags;
 pub mod trust;
 pub mod unpacked;
@@ -90,6 +92,10 @@ pub struct ImageArgs {
     /// Largest layer accepted, and most bytes extracted from an image, in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = 8 << 30)]
     pub max_layer_size: u64,
+    /// A containers-policy.json every image pulled must satisfy (sigstoreSigned keys,
+    /// reject, insecureAcceptAnything); without it, and without the variable, any image is used.
+    #[arg(long, value_name = "FILE", env = "OPREG_SIGNATURE_POLICY")]
+    pub signature_policy: Option<PathBuf>,
 }
 
 impl Default for ImageArgs {
@@ -105,6 +111,7 @@ impl Default for ImageArgs {
             registry_timeout: 30,
             max_manifest_size: 4 << 20,
             max_layer_size: 8 << 30,
+            signature_policy: None,
         }
     }
 }
@@ -255,6 +262,7 @@ fn not_found(src: &Path) -> anyhow::Error {
 pub fn resolve(sources: &[PathBuf], args: &ImageArgs, progress: bool) -> Result<Resolved> {
     let mut out = Resolved::default();
     let mut opts: Option<pull::PullOptions> = None;
+    let mut policy = None;
     for src in sources {
         let text = src.to_string_lossy().to_string();
         let image = if is_local(src) {
@@ -275,14 +283,26 @@ pub fn resolve(sources: &[PathBuf], args: &ImageArgs, progress: bool) -> Result<
             out.images.push(None);
             continue;
         };
-        if opts.is_none() {
-            opts = Some(pull_options(args, progress)?);
-        }
+        let mut this = match &opts {
+            Some(o) => o.clone(),
+            None => {
+                policy = signature::load_policy(args.signature_policy.as_deref())?;
+                let o = pull_options(args, progress)?;
+                opts = Some(o.clone());
+                o
+            }
+        };
         let staging = tempfile::Builder::new()
             .prefix("opreg-image-")
             .tempdir()
             .context("cannot create a temporary directory for the image")?;
-        let pulled = pull_one(&image, args, opts.as_ref().unwrap(), staging.path())
+        this.check = policy.as_ref().map(|p| signature::Check {
+            policy: std::sync::Arc::clone(p),
+            named: signature::named_of(&image),
+            given: text.clone(),
+            max_manifest: args.max_manifest_size,
+        });
+        let pulled = pull_one(&image, args, &this, staging.path())
             .map_err(|e| anyhow::anyhow!("image {text}: {}", one_line(&e)))?;
         tracing::info!(
             image = %text,
@@ -334,6 +354,34 @@ pub fn current_digest(source: &Path, args: &ImageArgs) -> Result<Option<String>>
     Ok(Some(cache::digest_of(&fetched.bytes)))
 }
 
+/// The verdict of `--signature-policy` on the image SOURCE whose top manifest is `digest`
+/// now: `Ok` without a policy, or for a SOURCE that is not an image. The error is one line
+/// naming the image and the reason.
+pub fn check_signature_policy(source: &Path, args: &ImageArgs, digest: &str) -> Result<()> {
+    let text = source.to_string_lossy();
+    if is_local(source) || args.signature_policy.is_none() {
+        return Ok(());
+    }
+    let Ok(image) = reference::parse_source(&text) else {
+        return Ok(());
+    };
+    let check = signature::check_for(
+        &image,
+        &text,
+        args.signature_policy.as_deref(),
+        args.max_manifest_size,
+    )?;
+    let Some(check) = check else { return Ok(()) };
+    match &image {
+        ImageSource::Registry(r) => {
+            let mut reg = registry::Registry::new(r, &args.connection())?;
+            check.run(&mut reg, digest)
+        }
+        ImageSource::Layout { dir, .. } => check.run(&mut registry::Layout::open(dir)?, digest),
+    }
+    .map_err(|e| anyhow::anyhow!("image {text}: {}", one_line(&e)))
+}
+
 /// An error as one line: its causes joined, newlines replaced.
 pub fn one_line(e: &anyhow::Error) -> String {
     format!("{e:#}").replace('\n', "; ")
@@ -372,6 +420,7 @@ fn pull_options(args: &ImageArgs, progress: bool) -> Result<pull::PullOptions> {
         max_manifest: args.max_manifest_size,
         max_layer: args.max_layer_size,
         progress,
+        check: None,
     })
 }
 

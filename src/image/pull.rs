@@ -22,6 +22,8 @@ pub struct PullOptions {
     pub max_manifest: u64,
     pub max_layer: u64,
     pub progress: bool,
+    /// The signature policy to satisfy before anything but the top manifest is read.
+    pub check: Option<super::signature::Check>,
 }
 
 /// A pulled image.
@@ -49,6 +51,9 @@ pub fn pull(
 ) -> Result<Pulled> {
     let mut downloaded = 0;
     let (bytes, ct, digest) = top_manifest(src, reference, opts, &mut downloaded)?;
+    if let Some(check) = &opts.check {
+        check.run(src, &digest)?;
+    }
     let mut m = manifest::parse_manifest(&bytes, ct.as_deref()).map_err(|e| anyhow!(e))?;
     let mut platform_digest = None;
     let mut depth = 0;

@@ -434,8 +434,45 @@ impl Registry {
 
 impl BlobSource for Registry {
     fn manifest(&mut self, reference: &str, limit: u64) -> Result<Fetched> {
+        self.fetch_manifest(reference, limit, false)
+            .and_then(|f| f.ok_or_else(|| anyhow!("manifest {reference} not found")))
+    }
+
+    fn manifest_if_any(&mut self, reference: &str, limit: u64) -> Result<Option<Fetched>> {
+        self.fetch_manifest(reference, limit, true)
+    }
+
+    fn get_if_any(&mut self, rest: &str, limit: u64) -> Result<Option<Vec<u8>>> {
+        let url = self.url(rest);
+        let resp = self.get(&url, Some(super::manifest::OCI_INDEX))?;
+        if !resp.status().is_success() {
+            return Ok(None);
+        }
+        Ok(Some(read_limited(
+            resp.into_body().into_reader(),
+            limit,
+            rest,
+        )?))
+    }
+
+    fn blob(&mut self, digest: &str) -> Result<Box<dyn Read + Send>> {
+        self.fetch_blob(digest)
+    }
+}
+
+impl Registry {
+    /// A manifest; with `missing_ok`, `None` for a 404.
+    fn fetch_manifest(
+        &mut self,
+        reference: &str,
+        limit: u64,
+        missing_ok: bool,
+    ) -> Result<Option<Fetched>> {
         let url = format!("{}/v2/{}/manifests/{reference}", self.base, self.repository);
         let resp = self.get(&url, Some(super::manifest::ACCEPT))?;
+        if missing_ok && resp.status() == 404 {
+            return Ok(None);
+        }
         let what = if reference.starts_with("sha256:") {
             format!("manifest {reference}")
         } else {
@@ -458,14 +495,14 @@ impl BlobSource for Registry {
             }
         }
         let bytes = read_limited(resp.into_body().into_reader(), limit, "manifest")?;
-        Ok(Fetched {
+        Ok(Some(Fetched {
             bytes,
             content_type,
             digest,
-        })
+        }))
     }
 
-    fn blob(&mut self, digest: &str) -> Result<Box<dyn Read + Send>> {
+    fn fetch_blob(&mut self, digest: &str) -> Result<Box<dyn Read + Send>> {
         let url = format!("{}/v2/{}/blobs/{digest}", self.base, self.repository);
         let resp = self.get(&url, None)?;
         if !resp.status().is_success() {

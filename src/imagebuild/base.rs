@@ -65,10 +65,13 @@ pub fn open(
     conn: &registry::Connection,
     platforms: &[Platform],
     max_manifest: u64,
+    policy: Option<&std::path::Path>,
 ) -> Result<Base, Error> {
     let fail = |e: anyhow::Error| Error::failed(format!("base image {given}: {e:#}"));
     let source =
         reference::parse_source(given).map_err(|e| Error::Usage(format!("--base {given}: {e}")))?;
+    let check = crate::image::signature::check_for(&source, given, policy, max_manifest)
+        .map_err(|e| Error::failed(format!("{e:#}")))?;
     let (mut src, top_ref): (Box<dyn BlobSource>, String) = match &source {
         ImageSource::Registry(r) => (
             Box::new(registry::Registry::new(r, conn).map_err(fail)?),
@@ -81,6 +84,9 @@ pub fn open(
     };
     let top = src.manifest(&top_ref, max_manifest).map_err(fail)?;
     let digest = crate::image::cache::digest_of(&top.bytes);
+    if let Some(c) = &check {
+        c.run(src.as_mut(), &digest).map_err(fail)?;
+    }
     let m = manifest::parse_manifest(&top.bytes, top.content_type.as_deref())
         .map_err(|e| fail(anyhow!(e)))?;
     let mut images = Vec::new();

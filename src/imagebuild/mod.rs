@@ -124,6 +124,7 @@ pub fn build_catalog(
             &opts.image.connection(),
             &opts.platforms,
             opts.image.max_manifest_size,
+            opts.image.signature_policy.as_deref(),
         )?,
         None => base::default_base(&opts.platforms, mtime, &work)?,
     };

@@ -72,6 +72,8 @@ pub struct Metrics {
     pub reloads: Family<ResultLabels, Counter>,
     /// 1 when the last reload succeeded (or none was tried), 0 when it failed.
     pub last_reload_ok: Gauge,
+    /// New image digests a poll found that the signature policy refused (each once).
+    pub refused_images: Counter,
     rss: Gauge,
     /// `process_cpu_seconds_total`, a counter as Prometheus' process collector names it (so
     /// dashboards can `rate()` it), advanced to the sampled CPU time under `cpu_sample`.
@@ -117,6 +119,7 @@ impl Metrics {
             built: FGauge::default(),
             reloads: Family::default(),
             last_reload_ok: Gauge::default(),
+            refused_images: Counter::default(),
             rss: Gauge::default(),
             cpu: Counter::default(),
             cpu_sample: std::sync::Mutex::new(()),
@@ -192,6 +195,11 @@ impl Metrics {
             "opreg_catalog_reloads",
             "reloads by result (ok, invalid, failed)",
             m.reloads.clone(),
+        );
+        r.register(
+            "opreg_images_refused",
+            "new image digests that the signature policy refused, each counted once (serve IMAGE --poll-interval)",
+            m.refused_images.clone(),
         );
         r.register(
             "opreg_catalog_last_reload_success",

@@ -220,6 +220,7 @@ async fn run_async(mut o: ServeOptions) -> Result<()> {
         source: o.source.clone().unwrap_or_default(),
         image: o.image.clone(),
         every,
+        metrics: reloader.metrics.clone(),
     });
     let (ready_tx, ready_rx) = tokio::sync::oneshot::channel::<()>();
     let r = reloader.clone();

@@ -2,8 +2,13 @@
 //! digest the image's tag names now, from its manifest alone, and reload when it is neither
 //! the digest being served nor one a reload was already asked for. The reload itself is
 //! [`super::reload`]'s (debounced, one build at a time, an invalid image keeps the old version).
+//!
+//! With a signature policy, a new digest is checked before a reload is asked for: one the
+//! policy refuses is not loaded (the log says why, once per digest, and a metric counts it),
+//! and is checked again at the next poll, so that signing it later gets it served.
 
 use crate::image::ImageArgs;
+use crate::metrics::Metrics;
 use crate::server::State;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -13,6 +18,7 @@ pub struct Poll {
     pub source: PathBuf,
     pub image: ImageArgs,
     pub every: Duration,
+    pub metrics: Arc<Metrics>,
 }
 
 impl Poll {
@@ -26,18 +32,41 @@ impl Poll {
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         tick.tick().await;
         let (mut asked, mut failing) = (None::<String>, false);
+        let mut refused = None::<String>;
         tracing::info!(every_ms = self.every.as_millis() as u64, image = %self.source.display(), "polling the image tag");
         loop {
             tick.tick().await;
             let (src, args, st) = (self.source.clone(), self.image.clone(), state.clone());
+            let before = asked.clone();
             let found = tokio::task::spawn_blocking(move || {
                 let now = crate::image::current_digest(&src, &args)?;
-                Ok::<_, anyhow::Error>((now, served_digest(&st)))
+                let served = served_digest(&st);
+                // Only a digest that would be loaded is checked: no signature is read for
+                // the one being served.
+                let verdict = match &now {
+                    Some(d) if served.as_ref() != Some(d) && before.as_ref() != Some(d) => {
+                        crate::image::check_signature_policy(&src, &args, d).err()
+                    }
+                    _ => None,
+                };
+                Ok::<_, anyhow::Error>((now, served, verdict))
             })
             .await;
             let (now, served) = match found {
-                Ok(Ok((Some(now), served))) => (now, served),
-                Ok(Ok((None, _))) => return,
+                Ok(Ok((Some(now), _, Some(why)))) => {
+                    if refused.as_deref() != Some(&now) {
+                        tracing::warn!(
+                            digest = %now,
+                            "the image tag moved to an image the signature policy refuses; still serving the current version: {}",
+                            crate::image::one_line(&why)
+                        );
+                        self.metrics.refused_images.inc();
+                        refused = Some(now);
+                    }
+                    continue;
+                }
+                Ok(Ok((Some(now), served, None))) => (now, served),
+                Ok(Ok((None, _, _))) => return,
                 Ok(Err(e)) => {
                     // Said once per outage, not every interval.
                     if !failing {

@@ -1,0 +1,190 @@
+//! `opreg image generate-key-pair`, `image sign` and `image verify`, and the passphrase and
+//! `--sign-key` handling `image build` and `image push` share: argument parsing and printing
+//! only; the work is [`crate::sign::keys`]' and [`crate::image::signature`]'s.
+
+use super::output;
+use crate::error::Error;
+use crate::image::signature;
+use crate::sign::keys;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
+#[derive(clap::Args, Debug)]
+pub struct GenerateArgs {
+    /// Write PREFIX.key (encrypted, mode 0600) and PREFIX.pub.
+    #[arg(long, value_name = "PREFIX", default_value = "cosign")]
+    pub output_key_prefix: PathBuf,
+    /// Read the passphrase from this file (its first line) [default: $COSIGN_PASSWORD, else a
+    /// prompt on the terminal].
+    #[arg(long, value_name = "FILE")]
+    pub passphrase_file: Option<PathBuf>,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct SignArgs {
+    /// The image to sign: registry/repository[:tag|@digest] (its digest now is signed).
+    #[arg(value_name = "REF")]
+    pub reference: String,
+    /// cosign's encrypted private key (`cosign generate-key-pair`'s cosign.key).
+    #[arg(long, value_name = "FILE")]
+    pub key: PathBuf,
+    /// Read the passphrase from this file [default: $COSIGN_PASSWORD, else a prompt].
+    #[arg(long, value_name = "FILE")]
+    pub passphrase_file: Option<PathBuf>,
+    #[command(flatten)]
+    pub image: RegistryFlags,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct VerifyArgs {
+    /// The image to verify: registry/repository[:tag|@digest].
+    #[arg(value_name = "REF")]
+    pub reference: String,
+    /// The public key (PEM `PUBLIC KEY`, cosign.pub).
+    #[arg(long, value_name = "FILE")]
+    pub key: PathBuf,
+    #[command(flatten)]
+    pub image: RegistryFlags,
+}
+
+// How to reach the registry (the connection flags of `image push`, without its upload ones).
+#[derive(clap::Args, Debug, Clone)]
+#[command(next_help_heading = "Registry")]
+pub struct RegistryFlags {
+    /// Talk plain HTTP to registries.
+    #[arg(long)]
+    pub use_http: bool,
+    /// Do not verify registries' TLS certificates.
+    #[arg(long)]
+    pub skip_tls_verify: bool,
+    /// A directory of the registry's CA certificates (`*.crt`) and client certificate
+    /// (`NAME.cert` with `NAME.key`), in place of containers' certs.d directory for it.
+    #[arg(long, value_name = "DIR")]
+    pub cert_dir: Option<PathBuf>,
+    /// Longest wait, in seconds, on a registry that sends nothing.
+    #[arg(long, value_name = "SECONDS", default_value_t = 30)]
+    pub registry_timeout: u64,
+}
+
+impl RegistryFlags {
+    fn args(&self) -> crate::image::ImageArgs {
+        crate::image::ImageArgs {
+            use_http: self.use_http,
+            skip_tls_verify: self.skip_tls_verify,
+            registry_timeout: self.registry_timeout,
+            cert_dir: self.cert_dir.clone(),
+            ..Default::default()
+        }
+    }
+}
+
+/// The passphrase: `--passphrase-file`, else `COSIGN_PASSWORD` (empty is allowed, as cosign
+/// allows it), else asked on the terminal (twice when `confirm`).
+pub fn passphrase(file: Option<&Path>, confirm: bool) -> Result<Vec<u8>, Error> {
+    if let Some(f) = file {
+        let text = std::fs::read(f)
+            .map_err(|e| Error::failed(format!("--passphrase-file {}: {e}", f.display())))?;
+        let line = text.split(|b| *b == b'\n').next().unwrap_or_default();
+        return Ok(line.strip_suffix(b"\r").unwrap_or(line).to_vec());
+    }
+    if let Some(p) = std::env::var_os("COSIGN_PASSWORD") {
+        return Ok(p.into_encoded_bytes());
+    }
+    if !std::io::stdin().is_terminal() {
+        return Err(Error::Usage(
+            "no passphrase: set COSIGN_PASSWORD, pass --passphrase-file, or run on a terminal to be asked".into(),
+        ));
+    }
+    let ask = |prompt: &str| {
+        rpassword::prompt_password(prompt)
+            .map_err(|e| Error::failed(format!("cannot read the passphrase: {e}")))
+    };
+    let first = ask("Enter password for private key: ")?;
+    if confirm && ask("Enter password for private key again: ")? != first {
+        return Err(Error::failed("the passphrases do not match"));
+    }
+    Ok(first.into_bytes())
+}
+
+/// Reads and decrypts `--sign-key` (before anything is pushed, so a wrong passphrase pushes
+/// nothing).
+pub fn signing_key(key: &Path, passphrase_file: Option<&Path>) -> Result<keys::SigningKey, Error> {
+    let pass = passphrase(passphrase_file, false)?;
+    keys::read_private_key_file(key, &pass).map_err(Error::failed)
+}
+
+pub fn run_generate(a: GenerateArgs) -> i32 {
+    let done = passphrase(a.passphrase_file.as_deref(), true)
+        .and_then(|p| keys::generate_key_pair(&a.output_key_prefix, &p).map_err(Error::failed));
+    match done {
+        Ok((private, public)) => {
+            output::status(format_args!(
+                "Private key written to {}\nPublic key written to {}",
+                private.display(),
+                public.display()
+            ));
+            super::EXIT_OK
+        }
+        Err(e) => super::fail(e),
+    }
+}
+
+pub fn run_sign(a: SignArgs) -> i32 {
+    let done = (|| {
+        let r = signature::registry_reference(&a.reference).map_err(Error::Usage)?;
+        let key = signing_key(&a.key, a.passphrase_file.as_deref())?;
+        let args = a.image.args();
+        signature::sign(&r, &key, &args.connection(), args.max_manifest_size).map_err(|e| {
+            Error::failed(format!(
+                "signing {}: {}",
+                a.reference,
+                crate::image::one_line(&e)
+            ))
+        })
+    })();
+    match done {
+        Ok(s) => {
+            signed(&a.reference, &s);
+            super::EXIT_OK
+        }
+        Err(e) => super::fail(e),
+    }
+}
+
+/// The line `image sign`, `image push --sign-key` and `image build --sign-key` print.
+pub fn signed(reference: &str, s: &signature::Signed) {
+    output::status(format_args!(
+        "signed {reference} {} ({}; {} signature(s) at {})",
+        s.digest,
+        if s.added {
+            "signature added"
+        } else {
+            "this signature was there already"
+        },
+        s.signatures,
+        s.tag
+    ));
+}
+
+pub fn run_verify(a: VerifyArgs) -> i32 {
+    let done = (|| {
+        let r = signature::registry_reference(&a.reference).map_err(Error::Usage)?;
+        let key = keys::read_public_key_file(&a.key).map_err(Error::failed)?;
+        let args = a.image.args();
+        signature::verify(&r, &[key], &args.connection(), args.max_manifest_size)
+            .map_err(|e| Error::failed(format!("{}: {}", a.reference, crate::image::one_line(&e))))
+    })();
+    match done {
+        Ok(v) => {
+            output::status(format_args!(
+                "verified {} {}: signed by {} ({} signature(s) read)",
+                a.reference,
+                v.digest,
+                a.key.display(),
+                v.signatures
+            ));
+            super::EXIT_OK
+        }
+        Err(e) => super::fail(e),
+    }
+}
