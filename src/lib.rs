@@ -103,6 +103,7 @@ pub mod mirror;
 pub mod model;
 pub mod names;
 pub mod probe;
+pub mod progress;
 pub mod release;
 pub mod serve;
 pub mod server;

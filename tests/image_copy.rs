@@ -13,7 +13,7 @@ use std::process::Command;
 use std::sync::Arc;
 
 fn opts() -> CopyOptions {
-    let args = opreg::image::ImageArgs {
+    let args = opreg::image::ImageOptions {
         use_http: true,
         ..Default::default()
     };

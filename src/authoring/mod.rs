@@ -34,7 +34,7 @@ pub struct TemplateOptions {
     /// Read image references REPOSITORY:TAG from the bundle directory DIR/TAG.
     pub bundles_dir: Option<PathBuf>,
     pub migrate_level: MigrateLevel,
-    pub image: crate::image::ImageArgs,
+    pub image: crate::image::ImageOptions,
 }
 
 /// The bytes of `path` (`-`: standard input), and the name errors give it.
@@ -119,7 +119,7 @@ fn render_reference(r: &str, base: &Path, a: &TemplateOptions) -> Result<Vec<Bun
             .for_each(|b| crate::image::opm::finish_bundle_image(b, r));
         return Ok(bundles);
     }
-    let resolved = crate::image::resolve(&[PathBuf::from(r)], &a.image, false)
+    let resolved = crate::image::resolve(&[PathBuf::from(r)], &a.image, &Default::default())
         .map_err(|e| named(crate::image::one_line(&e)))?;
     if let Some(Some(img)) = resolved.images.first() {
         if !matches!(img.kind, crate::image::kind::ImageKind::Bundle { .. }) {

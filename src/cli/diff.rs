@@ -27,7 +27,7 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = SemanticsArg::Classic)]
     pub semantics: SemanticsArg,
     #[command(flatten)]
-    pub image: crate::image::ImageArgs,
+    pub image: super::ImageArgs,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -51,13 +51,21 @@ pub fn run(a: Args) -> i32 {
         SemanticsArg::Classic => Semantics::Classic,
         SemanticsArg::V1 => Semantics::V1,
     };
-    let loaded =
-        crate::load::sources(std::slice::from_ref(&a.old), &a.image, false).and_then(|o| {
-            Ok((
-                o,
-                crate::load::sources(std::slice::from_ref(&a.new), &a.image, false)?,
-            ))
-        });
+    let loaded = crate::load::sources(
+        std::slice::from_ref(&a.old),
+        &a.image.options(),
+        &Default::default(),
+    )
+    .and_then(|o| {
+        Ok((
+            o,
+            crate::load::sources(
+                std::slice::from_ref(&a.new),
+                &a.image.options(),
+                &Default::default(),
+            )?,
+        ))
+    });
     let (old, new) = match loaded {
         Ok(both) => both,
         Err(e) => {

@@ -30,11 +30,11 @@ pub struct Args {
     #[arg(long, value_name = "VERSION")]
     pub from: Option<String>,
     #[command(flatten)]
-    pub image: crate::image::ImageArgs,
+    pub image: super::ImageArgs,
 }
 
 pub fn run(a: Args) -> i32 {
-    let loaded = match crate::load::sources(&a.sources, &a.image, false) {
+    let loaded = match crate::load::sources(&a.sources, &a.image.options(), &Default::default()) {
         Ok(l) => l,
         Err(e) => return super::fail(e),
     };

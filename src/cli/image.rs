@@ -128,8 +128,8 @@ pub struct ImageFlags {
 }
 
 impl ImageFlags {
-    fn args(&self) -> crate::image::ImageArgs {
-        crate::image::ImageArgs {
+    fn args(&self) -> crate::image::ImageOptions {
+        crate::image::ImageOptions {
             use_http: self.use_http,
             skip_tls_verify: self.skip_tls_verify,
             registry_timeout: self.registry_timeout,
@@ -230,7 +230,7 @@ fn run_build(a: BuildArgs) -> i32 {
         configs_path: a.configs_path.clone(),
         cache_path: a.cache_path.clone(),
         source_date_epoch: a.source_date_epoch,
-        progress: super::show_progress(a.quiet),
+        progress: super::progress::reporter(a.quiet),
     };
     let staged = match build::build(&opts) {
         Ok(s) => s,

@@ -45,7 +45,7 @@ pub struct Target {
     #[arg(short, long, value_enum, default_value_t = Output::Table)]
     pub output: Output,
     #[command(flatten)]
-    pub image: crate::image::ImageArgs,
+    pub image: super::ImageArgs,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -164,7 +164,7 @@ fn rows(kind: Kind, t: &Target) -> crate::error::Result<Rows> {
             crate::text::did_you_mean(&near)
         ))
     };
-    match crate::load::open(&t.source, &t.image, false)? {
+    match crate::load::open(&t.source, &t.image.options(), &Default::default())? {
         Opened::Store(store) => {
             if let Some(p) = pkg {
                 if !store.has_package(p)? {

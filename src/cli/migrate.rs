@@ -26,7 +26,7 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = MigrateLevel::None)]
     pub migrate_level: MigrateLevel,
     #[command(flatten)]
-    pub image: crate::image::ImageArgs,
+    pub image: super::ImageArgs,
 }
 
 pub fn run(a: Args) -> i32 {
@@ -35,7 +35,7 @@ pub fn run(a: Args) -> i32 {
         out_dir: a.out_dir,
         migrate_level: a.migrate_level,
         format: a.output_format,
-        image: a.image,
+        image: a.image.options(),
     };
     match migrate(&opts) {
         Ok(problems) => {

@@ -10,6 +10,7 @@ pub mod generate;
 pub mod graph;
 pub mod health_probe;
 pub mod image;
+pub mod image_args;
 pub mod ingest;
 pub mod init;
 pub mod list;
@@ -22,8 +23,10 @@ pub mod render_template;
 pub mod serve;
 pub mod upgrade;
 pub mod validate;
+mod values;
 
 use clap::{Parser, Subcommand, ValueEnum};
+pub use image_args::ImageArgs;
 use std::io::IsTerminal;
 
 /// Exit codes.

@@ -25,11 +25,15 @@ pub struct Args {
     #[arg(long, value_name = "TEMPLATE")]
     pub alpha_image_ref_template: Option<crate::image::opm::ImageRefTemplate>,
     #[command(flatten)]
-    pub image: crate::image::ImageArgs,
+    pub image: super::ImageArgs,
 }
 
 pub fn run(a: Args) -> i32 {
-    let resolved = match crate::load::resolve(&a.sources, &a.image, super::show_progress(false)) {
+    let resolved = match crate::load::resolve(
+        &a.sources,
+        &a.image.options(),
+        &super::progress::reporter(false),
+    ) {
         Ok(r) => r,
         Err(e) => return super::fail(e),
     };

@@ -38,7 +38,7 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = MigrateLevel::None)]
     pub migrate_level: MigrateLevel,
     #[command(flatten)]
-    pub image: crate::image::ImageArgs,
+    pub image: super::ImageArgs,
 }
 
 /// What `-o` writes.
@@ -82,7 +82,7 @@ pub fn run(a: Args) -> i32 {
         file,
         bundles_dir: a.bundles_dir,
         migrate_level: a.migrate_level,
-        image: a.image,
+        image: a.image.options(),
     };
     let cat = match crate::authoring::render_template(&opts) {
         Ok(c) => c,

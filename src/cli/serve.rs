@@ -107,7 +107,7 @@ pub struct Args {
     #[arg(long)]
     pub no_graphql: bool,
     #[command(flatten)]
-    pub image: crate::image::ImageArgs,
+    pub image: super::ImageArgs,
 }
 
 fn parse_catalog_name(s: &str) -> Result<String, String> {
@@ -169,7 +169,7 @@ impl Args {
                 request_timeout: self.request_timeout,
                 max_connections: self.max_connections as usize,
             },
-            image: self.image,
+            image: self.image.options(),
         }
     }
 }

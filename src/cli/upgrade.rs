@@ -52,7 +52,7 @@ pub struct Args {
     #[arg(long, value_name = "4.Y")]
     pub openshift_version: Option<String>,
     #[command(flatten)]
-    pub image: crate::image::ImageArgs,
+    pub image: super::ImageArgs,
 }
 
 pub fn run(a: Args) -> i32 {
@@ -103,13 +103,13 @@ fn answer(a: &Args) -> crate::error::Result<(Resolution, Option<String>)> {
     // a damaged page when it reads one; a check of every page first (a server's start-up
     // check) took three quarters of the time on the community catalog.
     if let [one] = a.sources.as_slice() {
-        return match crate::load::open(one, &a.image, false)? {
+        return match crate::load::open(one, &a.image.options(), &Default::default())? {
             crate::load::Opened::Store(store) => ask(&store),
             crate::load::Opened::Catalog(loaded) => ask(&*loaded.catalog),
         }
         .map_err(resolve_error);
     }
-    let loaded = crate::load::sources(&a.sources, &a.image, false)?;
+    let loaded = crate::load::sources(&a.sources, &a.image.options(), &Default::default())?;
     ask(&*loaded.catalog).map_err(resolve_error)
 }
 

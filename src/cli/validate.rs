@@ -28,7 +28,7 @@ pub struct Args {
     #[arg(long)]
     pub allow_empty: bool,
     #[command(flatten)]
-    pub image: crate::image::ImageArgs,
+    pub image: super::ImageArgs,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -84,19 +84,19 @@ impl<'a> From<&'a Diagnostic> for Record<'a> {
 
 pub fn run(a: Args) -> i32 {
     let text = a.output == Format::Text;
-    let progress = super::show_progress(a.quiet);
+    let progress = super::progress::reporter(a.quiet);
     let stdin = crate::load::with_stdin(&a.sources);
     let resolved = stdin
         .as_ref()
         .map_err(|e| crate::error::Error::failed(e.detail()))
-        .and_then(|(sources, _)| crate::load::resolve(sources, &a.image, progress));
+        .and_then(|(sources, _)| crate::load::resolve(sources, &a.image.options(), &progress));
     let resolved = match resolved {
         Ok(r) => r,
         Err(e) => return super::fail(e),
     };
     // Downloads draw their bars whatever the format; the checking spinner only beside text.
     let opts = crate::load::LoadOptions {
-        progress: text && progress,
+        progress: if text { progress } else { Default::default() },
         allow_empty: a.allow_empty,
         ..Default::default()
     };

@@ -3,7 +3,7 @@
 //! the digest being served nor one a reload was already asked for. The reload itself is
 //! [`super::reload`]'s (debounced, one build at a time, an invalid image keeps the old version).
 
-use crate::image::ImageArgs;
+use crate::image::ImageOptions;
 use crate::server::State;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -11,7 +11,7 @@ use std::time::Duration;
 
 pub struct Poll {
     pub source: PathBuf,
-    pub image: ImageArgs,
+    pub image: ImageOptions,
     pub every: Duration,
 }
 
