@@ -42,11 +42,7 @@ pub enum SemanticsArg {
     V1,
 }
 
-/// Exit code of `diff` when OLD or NEW cannot be read or is invalid: apart from 1, so that a
-/// CI gate can tell "something is stranded" from "the comparison did not run".
-pub const EXIT_UNREADABLE: i32 = 3;
-
-pub fn run(a: Args) -> i32 {
+pub fn run(a: Args) -> super::Ended {
     let semantics = match a.semantics {
         SemanticsArg::Classic => Semantics::Classic,
         SemanticsArg::V1 => Semantics::V1,
@@ -76,10 +72,7 @@ pub fn run(a: Args) -> i32 {
                 });
                 let _ = super::output::out(&format!("{doc:#}\n"));
             }
-            return match super::fail(e) {
-                super::EXIT_FAILURE => EXIT_UNREADABLE,
-                code => code,
-            };
+            return super::Ended::Unreadable(e);
         }
     };
     let report = crate::diff::diff(&old.catalog, &new.catalog, semantics);
@@ -97,13 +90,13 @@ pub fn run(a: Args) -> i32 {
         Output::Text => super::output::out(&text(&report)),
     };
     if let Err(e) = written {
-        super::output::error(format_args!("writing output: {e}"));
-        return super::EXIT_FAILURE;
+        return crate::error::Error::failed(format_args!("writing output: {e}")).into();
     }
     if report.stranded.is_empty() {
-        super::EXIT_OK
+        super::Ended::Done
     } else {
-        super::EXIT_FAILURE
+        // The report names every stranded version.
+        super::Ended::Reported
     }
 }
 

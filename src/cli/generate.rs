@@ -39,7 +39,7 @@ pub struct DockerfileArgs {
     pub extra_labels: Vec<String>,
 }
 
-pub fn run(a: Args) -> i32 {
+pub fn run(a: Args) -> super::Ended {
     let GenerateCommand::Dockerfile(d) = a.command;
     let opts = DockerfileOptions {
         dir: d.dir,
@@ -50,11 +50,8 @@ pub fn run(a: Args) -> i32 {
     match dockerfile::generate(&opts) {
         Ok(path) => {
             output::status(format_args!("wrote {}", path.display()));
-            super::EXIT_OK
+            super::Ended::Done
         }
-        Err(e) => {
-            output::error(e);
-            super::EXIT_FAILURE
-        }
+        Err(e) => crate::error::Error::failed(e).into(),
     }
 }

@@ -139,14 +139,14 @@ impl ImageFlags {
     }
 }
 
-pub fn run(a: Args) -> i32 {
+pub fn run(a: Args) -> super::Ended {
     match a.command {
         ImageCommand::Build(b) => run_build(b),
         ImageCommand::Push(p) => run_push(p),
     }
 }
 
-fn run_push(a: PushArgs) -> i32 {
+fn run_push(a: PushArgs) -> super::Ended {
     let bar = super::progress::Bar::new(a.quiet, "pushing");
     let done = build::push_layout(
         &a.source,
@@ -163,7 +163,7 @@ fn run_push(a: PushArgs) -> i32 {
             }
             finish(&p.digest, a.digest_file.as_deref(), a.quiet)
         }
-        Err(e) => super::fail(e),
+        Err(e) => super::Ended::Failed(e),
     }
 }
 
@@ -175,30 +175,31 @@ fn pushed(r: &crate::image::reference::Reference, p: &crate::image::push::Pushed
 }
 
 /// Writes `--digest-file` and prints the digest (unless `quiet`).
-fn finish(digest: &str, digest_file: Option<&std::path::Path>, quiet: bool) -> i32 {
+fn finish(digest: &str, digest_file: Option<&std::path::Path>, quiet: bool) -> super::Ended {
     if let Some(f) = digest_file {
         if let Err(e) = std::fs::write(f, format!("{digest}\n")) {
-            output::error(format_args!("--digest-file {}: {e}", f.display()));
-            return super::EXIT_FAILURE;
+            return Error::failed(format_args!("--digest-file {}: {e}", f.display())).into();
         }
     }
-    if !quiet && output::out(&format!("{digest}\n")).is_err() {
-        return super::EXIT_FAILURE;
+    if !quiet {
+        if let Err(e) = output::out(&format!("{digest}\n")) {
+            return Error::failed(format_args!("writing output: {e}")).into();
+        }
     }
-    super::EXIT_OK
+    super::Ended::Done
 }
 
 /// As every command fails, with a last line saying that no image was written.
-fn fail(e: Error) -> i32 {
-    let invalid = matches!(e, Error::Invalid { .. });
-    let code = super::fail(e);
-    if invalid {
+fn fail(e: Error) -> super::Ended {
+    if matches!(e, Error::Invalid { .. }) {
+        super::report(&e);
         output::status("nothing was built");
+        return super::Ended::Reported;
     }
-    code
+    super::Ended::Failed(e)
 }
 
-fn run_build(a: BuildArgs) -> i32 {
+fn run_build(a: BuildArgs) -> super::Ended {
     let parsed = (|| -> Result<_, Error> {
         let targets = a
             .tags

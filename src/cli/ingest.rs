@@ -23,7 +23,7 @@ pub struct Args {
     pub image: super::ImageArgs,
 }
 
-pub fn run(a: Args) -> i32 {
+pub fn run(a: Args) -> super::Ended {
     let progress = super::progress::reporter(a.quiet);
     let opts = crate::ingest::BuildOptions {
         progress: progress.clone(),
@@ -47,10 +47,10 @@ pub fn run(a: Args) -> i32 {
                     cat.entry_count()
                 ));
             }
-            super::EXIT_OK
+            super::Ended::Done
         }
-        Err(e) if a.quiet => super::fail(quiet_errors(e)),
-        Err(e) => super::fail(e),
+        Err(e) if a.quiet => super::Ended::Failed(quiet_errors(e)),
+        Err(e) => super::Ended::Failed(e),
     }
 }
 

@@ -61,7 +61,7 @@ enum Kind {
     Bundles,
 }
 
-pub fn run(a: Args) -> i32 {
+pub fn run(a: Args) -> super::Ended {
     let (kind, t) = match a.what {
         What::Packages(t) => (Kind::Packages, t),
         What::Channels(t) => (Kind::Channels, t),
@@ -69,7 +69,7 @@ pub fn run(a: Args) -> i32 {
     };
     let rows = match rows(kind, &t) {
         Ok(r) => r,
-        Err(e) => return super::fail(e),
+        Err(e) => return super::Ended::Failed(e),
     };
     let out = match (kind, t.output) {
         (Kind::Packages, Output::Json) => json(&rows.packages),
@@ -116,8 +116,8 @@ pub fn run(a: Args) -> i32 {
         }
     };
     match super::output::out(&out) {
-        Ok(()) => super::EXIT_OK,
-        Err(e) => super::fail(crate::error::Error::failed(format_args!(
+        Ok(()) => super::Ended::Done,
+        Err(e) => super::Ended::Failed(crate::error::Error::failed(format_args!(
             "writing output: {e}"
         ))),
     }

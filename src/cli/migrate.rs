@@ -29,7 +29,7 @@ pub struct Args {
     pub image: super::ImageArgs,
 }
 
-pub fn run(a: Args) -> i32 {
+pub fn run(a: Args) -> super::Ended {
     let opts = MigrateOptions {
         source: a.source,
         out_dir: a.out_dir,
@@ -44,8 +44,8 @@ pub fn run(a: Args) -> i32 {
                 "wrote the file-based catalog to {}",
                 opts.out_dir.display()
             ));
-            super::EXIT_OK
+            super::Ended::Done
         }
-        Err(e) => super::fail(e),
+        Err(e) => super::Ended::Failed(e),
     }
 }

@@ -280,7 +280,7 @@ fn is_go_flag(arg: &std::ffi::OsString) -> bool {
 pub fn dispatch(cli: Cli) -> i32 {
     let debug = matches!(&cli.command, Command::Serve(a) if a.debug);
     init_logging(cli.log_format, debug);
-    match cli.command {
+    let ended = match cli.command {
         Command::Ingest(a) => ingest::run(a),
         Command::Validate(a) => validate::run(a),
         Command::Render(a) => render::run(a),
@@ -295,10 +295,12 @@ pub fn dispatch(cli: Cli) -> i32 {
         Command::Diff(a) => diff::run(a),
         Command::Completions(a) => completions::run(a),
         Command::Man(a) => completions::run_man(a),
-        Command::HealthProbe(a) => health_probe::run(a),
+        // grpc_health_probe's exit codes.
+        Command::HealthProbe(a) => return health_probe::run(a),
         Command::Image(a) => image::run(a),
         Command::Generate(a) => generate::run(a),
-    }
+    };
+    exit_code(ended)
 }
 
 pub fn init_logging(format: LogFormat, debug: bool) {
@@ -333,10 +335,66 @@ pub fn show_progress(quiet: bool) -> bool {
     !quiet && std::io::stderr().is_terminal()
 }
 
-/// Reports a failed command and gives its exit code: the one place errors become exit codes.
-/// An invalid catalog prints its warnings and every error, then a count; a usage error exits 2;
-/// everything else is one line and exit 1 (130 when interrupted by a signal).
+/// How a command ended. [`exit_code`] is the one place an ending becomes an exit code.
+#[derive(Debug)]
+pub enum Ended {
+    /// Success: 0.
+    Done,
+    /// A failure the command has reported in full already (an invalid catalog `validate` or
+    /// `serve` printed, versions `diff` found stranded): 1.
+    Reported,
+    /// A failure [`report`] prints: 1, 2 for a usage error, 130 when interrupted.
+    Failed(crate::error::Error),
+    /// `diff`: OLD or NEW could not be read or is invalid, so the comparison did not run: 3
+    /// (2 for a usage error, 130 when interrupted).
+    Unreadable(crate::error::Error),
+}
+
+impl From<crate::error::Error> for Ended {
+    fn from(e: crate::error::Error) -> Self {
+        Ended::Failed(e)
+    }
+}
+
+/// `diff`'s exit code when OLD or NEW cannot be read or is invalid: apart from 1, so that a
+/// CI gate can tell "something is stranded" from "the comparison did not run".
+pub const EXIT_UNREADABLE: i32 = 3;
+
+/// The exit code of a command that ended so, after reporting its error: the one place endings
+/// become exit codes. (`health-probe` speaks grpc_health_probe's codes:
+/// `health_probe::exit_code`.)
+pub fn exit_code(ended: Ended) -> i32 {
+    use crate::error::Error;
+    match ended {
+        Ended::Done => EXIT_OK,
+        Ended::Reported => EXIT_FAILURE,
+        Ended::Failed(e) | Ended::Unreadable(e) if matches!(e, Error::Usage(_)) => {
+            report(&e);
+            EXIT_USAGE
+        }
+        Ended::Failed(Error::Interrupted) | Ended::Unreadable(Error::Interrupted) => {
+            report(&Error::Interrupted);
+            EXIT_INTERRUPTED
+        }
+        Ended::Failed(e) => {
+            report(&e);
+            EXIT_FAILURE
+        }
+        Ended::Unreadable(e) => {
+            report(&e);
+            EXIT_UNREADABLE
+        }
+    }
+}
+
+/// Reports a failed command and gives its exit code ([`exit_code`] of [`Ended::Failed`]).
 pub fn fail(e: crate::error::Error) -> i32 {
+    exit_code(Ended::Failed(e))
+}
+
+/// Prints a failure: an invalid catalog's warnings and every error, then a count; anything
+/// else as one line.
+pub fn report(e: &crate::error::Error) {
     use crate::error::Error;
     match e {
         Error::Invalid { errors, warnings } => {
@@ -346,20 +404,10 @@ pub fn fail(e: crate::error::Error) -> i32 {
                 "{} error(s): the catalog is invalid",
                 errors.len()
             ));
-            EXIT_FAILURE
         }
-        Error::Usage(msg) => {
-            output::error(msg);
-            EXIT_USAGE
-        }
-        Error::Interrupted => {
-            output::error("interrupted; nothing was written");
-            EXIT_INTERRUPTED
-        }
-        e @ Error::Failed(_) => {
-            output::error(e.detail());
-            EXIT_FAILURE
-        }
+        Error::Usage(msg) => output::error(msg),
+        Error::Interrupted => output::error("interrupted; nothing was written"),
+        e @ Error::Failed(_) => output::error(e.detail()),
     }
 }
 

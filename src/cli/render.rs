@@ -28,14 +28,14 @@ pub struct Args {
     pub image: super::ImageArgs,
 }
 
-pub fn run(a: Args) -> i32 {
+pub fn run(a: Args) -> super::Ended {
     let resolved = match crate::load::resolve(
         &a.sources,
         &a.image.options(),
         &super::progress::reporter(false),
     ) {
         Ok(r) => r,
-        Err(e) => return super::fail(e),
+        Err(e) => return super::Ended::Failed(e),
     };
     let migrate_level = if a.migrate {
         MigrateLevel::BundleObjectToCsvMetadata
@@ -64,7 +64,7 @@ pub fn run(a: Args) -> i32 {
                 report_problems(&read.problems);
                 read.catalog
             }
-            Err(e) => return super::fail(e),
+            Err(e) => return super::Ended::Failed(e),
         };
         // Rendering writes what was read; the migration changes only how bundles are written.
         let mut cat = cat;

@@ -55,7 +55,7 @@ pub struct Args {
     pub image: super::ImageArgs,
 }
 
-pub fn run(a: Args) -> i32 {
+pub fn run(a: Args) -> super::Ended {
     match answer(&a) {
         Ok((res, note)) => {
             if let Some(n) = note {
@@ -69,11 +69,11 @@ pub fn run(a: Args) -> i32 {
                 super::output::out(&text(&res))
             };
             match printed {
-                Ok(()) => super::EXIT_OK,
-                Err(e) => super::fail(Error::failed(format_args!("writing output: {e}"))),
+                Ok(()) => super::Ended::Done,
+                Err(e) => super::Ended::Failed(Error::failed(format_args!("writing output: {e}"))),
             }
         }
-        Err(e) => super::fail(e),
+        Err(e) => super::Ended::Failed(e),
     }
 }
 

@@ -82,7 +82,7 @@ impl<'a> From<&'a Diagnostic> for Record<'a> {
     }
 }
 
-pub fn run(a: Args) -> i32 {
+pub fn run(a: Args) -> super::Ended {
     let text = a.output == Format::Text;
     let progress = super::progress::reporter(a.quiet);
     let stdin = crate::load::with_stdin(&a.sources);
@@ -92,7 +92,7 @@ pub fn run(a: Args) -> i32 {
         .and_then(|(sources, _)| crate::load::resolve(sources, &a.image.options(), &progress));
     let resolved = match resolved {
         Ok(r) => r,
-        Err(e) => return super::fail(e),
+        Err(e) => return super::Ended::Failed(e),
     };
     // Downloads draw their bars whatever the format; the checking spinner only beside text.
     let opts = crate::load::LoadOptions {
@@ -158,13 +158,13 @@ pub fn run(a: Args) -> i32 {
         };
         let written = doc.and_then(|d| super::output::out(&d).map_err(|e| e.to_string()));
         if let Err(e) = written {
-            super::output::error(format_args!("writing the report: {e}"));
-            return super::EXIT_FAILURE;
+            return crate::error::Error::failed(format_args!("writing the report: {e}")).into();
         }
     }
     if valid {
-        super::EXIT_OK
+        super::Ended::Done
     } else {
-        super::EXIT_FAILURE
+        // The diagnostics, or the report, say why.
+        super::Ended::Reported
     }
 }
