@@ -21,7 +21,6 @@ use std::collections::HashMap;
 use std::io::Read;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Duration;
 
 /// How to copy.
 #[derive(Clone, Debug)]
@@ -33,10 +32,6 @@ pub struct CopyOptions {
     pub mount_from: Option<String>,
     /// Blobs larger than this go up in chunks of this size.
     pub chunk_size: u64,
-    /// Attempts per upload request on 429, 5xx or a dropped connection.
-    pub attempts: u32,
-    /// The first backoff; each retry doubles it, up to 10 s.
-    pub backoff: Duration,
     /// Largest manifest accepted, in bytes.
     pub max_manifest_size: u64,
     /// Blobs copied at the same time (at least 1).
@@ -51,8 +46,6 @@ impl CopyOptions {
             connection,
             mount_from: None,
             chunk_size: 16 << 20,
-            attempts: 4,
-            backoff: Duration::from_millis(250),
             max_manifest_size: 4 << 20,
             jobs: 4,
             in_flight: Arc::default(),
@@ -252,8 +245,10 @@ fn copy_inner(
 fn sending(opts: &CopyOptions) -> Sending {
     Sending {
         chunk_size: opts.chunk_size.max(1),
-        attempts: opts.attempts.max(1),
-        backoff: opts.backoff,
+        retries: super::retry::Retries {
+            attempts: opts.connection.retries.attempts.max(1),
+            ..opts.connection.retries
+        },
     }
 }
 
