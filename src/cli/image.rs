@@ -56,6 +56,8 @@ pub struct PushArgs {
     pub quiet: bool,
     #[command(flatten)]
     pub image: ImageFlags,
+    #[command(flatten)]
+    pub dest: DestFlags,
 }
 
 #[derive(clap::Args, Debug)]
@@ -101,6 +103,42 @@ pub struct BuildArgs {
     pub quiet: bool,
     #[command(flatten)]
     pub image: ImageFlags,
+    #[command(flatten)]
+    pub src: SrcFlags,
+    #[command(flatten)]
+    pub dest: DestFlags,
+}
+
+// The flags for the registries images are read from (SOURCEs, --base), where they differ from
+// the registry pushed to; each adds to --use-http, --skip-tls-verify and --cert-dir, which
+// apply to both sides.
+#[derive(clap::Args, Debug, Clone)]
+#[command(next_help_heading = "Image sources")]
+pub struct SrcFlags {
+    /// Talk plain HTTP to the registries images are read from (SOURCEs, --base).
+    #[arg(long)]
+    pub src_use_http: bool,
+    /// Do not verify the TLS certificates of the registries images are read from.
+    #[arg(long)]
+    pub src_skip_tls_verify: bool,
+    /// --cert-dir for the registries images are read from (SOURCEs, --base).
+    #[arg(long, value_name = "DIR")]
+    pub src_cert_dir: Option<std::path::PathBuf>,
+}
+
+// The flags for the registry pushed to, where it differs from the ones read from.
+#[derive(clap::Args, Debug, Clone)]
+#[command(next_help_heading = "Image sources")]
+pub struct DestFlags {
+    /// Talk plain HTTP to the registry pushed to.
+    #[arg(long)]
+    pub dest_use_http: bool,
+    /// Do not verify the TLS certificate of the registry pushed to.
+    #[arg(long)]
+    pub dest_skip_tls_verify: bool,
+    /// --cert-dir for the registry pushed to.
+    #[arg(long, value_name = "DIR")]
+    pub dest_cert_dir: Option<std::path::PathBuf>,
 }
 
 // The image flags that apply to building (the source's and the base's pulls); the platform is
@@ -128,14 +166,31 @@ pub struct ImageFlags {
 }
 
 impl ImageFlags {
-    fn args(&self) -> crate::image::ImageOptions {
+    /// The options for one side: its own flags added to the shared ones, its --*-cert-dir in
+    /// place of --cert-dir.
+    fn side(
+        &self,
+        use_http: bool,
+        skip_tls_verify: bool,
+        cert_dir: &Option<std::path::PathBuf>,
+    ) -> crate::image::ImageOptions {
         crate::image::ImageOptions {
-            use_http: self.use_http,
-            skip_tls_verify: self.skip_tls_verify,
+            use_http: self.use_http || use_http,
+            skip_tls_verify: self.skip_tls_verify || skip_tls_verify,
             registry_timeout: self.registry_timeout,
-            cert_dir: self.cert_dir.clone(),
+            cert_dir: cert_dir.clone().or_else(|| self.cert_dir.clone()),
             ..Default::default()
         }
+    }
+
+    /// The registries images are read from.
+    fn src(&self, s: &SrcFlags) -> crate::image::ImageOptions {
+        self.side(s.src_use_http, s.src_skip_tls_verify, &s.src_cert_dir)
+    }
+
+    /// The registry pushed to.
+    fn dest(&self, d: &DestFlags) -> crate::image::ImageOptions {
+        self.side(d.dest_use_http, d.dest_skip_tls_verify, &d.dest_cert_dir)
     }
 }
 
@@ -151,7 +206,7 @@ fn run_push(a: PushArgs) -> super::Ended {
     let done = build::push_layout(
         &a.source,
         &a.target,
-        &a.image.args(),
+        &a.image.dest(&a.dest),
         a.image.chunk_size,
         &bar,
     );
@@ -224,7 +279,7 @@ fn run_build(a: BuildArgs) -> super::Ended {
     };
     let opts = BuildOptions {
         sources: a.sources.clone(),
-        image: a.image.args(),
+        image: a.image.src(&a.src),
         base: a.base.clone(),
         platforms,
         labels,
@@ -256,7 +311,9 @@ fn run_build(a: BuildArgs) -> super::Ended {
     let mut pushed_any = false;
     if a.push {
         let bar = super::progress::Bar::new(a.quiet, "pushing");
-        let done = build::push_registries(&staged, &targets, &opts, a.image.chunk_size, &bar);
+        let dest = a.image.dest(&a.dest).connection();
+        let done =
+            build::push_registries(&staged, &targets, &opts, &dest, a.image.chunk_size, &bar);
         drop(bar);
         match done {
             Ok(all) => {

@@ -398,12 +398,14 @@ pub fn write_layouts(staged: &Staged, targets: &[Target]) -> Result<Vec<String>,
     Ok(written)
 }
 
-/// Pushes the staged image to every registry target, in order; stops at the first that
+/// Pushes the staged image to every registry target through `dest` (which may trust other
+/// certificates than the sources' connection, `opts.image`), in order; stops at the first that
 /// fails. Blobs of a `--base` on the same registry are mounted from its repository.
 pub fn push_registries(
     staged: &Staged,
     targets: &[Target],
     opts: &BuildOptions,
+    dest: &crate::image::registry::Connection,
     chunk_size: u64,
     progress: &dyn crate::image::copy::Progress,
 ) -> Result<Vec<(Reference, Pushed)>, Error> {
@@ -417,7 +419,7 @@ pub fn push_registries(
     let mut pushed = Vec::new();
     for t in targets {
         let Target::Registry(r) = t else { continue };
-        let mut push = PushOptions::new(opts.image.connection());
+        let mut push = PushOptions::new(dest.clone());
         push.chunk_size = chunk_size;
         push.mount_from = base
             .as_ref()
