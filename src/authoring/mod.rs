@@ -6,6 +6,7 @@
 //! | [`init`] | the `olm.package` blob `opreg init` writes |
 //! | [`icon`] | an icon's media type, from its bytes |
 //! | [`migrate`] | `opreg migrate`: a catalog through opm's migrations, one directory per package |
+//! | [`render`] | `opreg render`: SOURCEs grouped as opm groups them, lone bundles, the image-reference template, the migrations |
 //!
 //! `opreg render-template`'s work: reading a template file, turning its bundle references into
 //! bundles (a bundle image, pulled like any image SOURCE; a local bundle directory; or, with
@@ -16,6 +17,7 @@
 pub mod icon;
 pub mod init;
 pub mod migrate;
+pub mod render;
 
 use crate::error::{Error, Result};
 use crate::image::opm::MigrateLevel;

@@ -85,35 +85,25 @@ impl<'a> From<&'a Diagnostic> for Record<'a> {
 pub fn run(a: Args) -> super::Ended {
     let text = a.output == Format::Text;
     let progress = super::progress::reporter(a.quiet);
-    let stdin = crate::load::with_stdin(&a.sources);
-    let resolved = stdin
-        .as_ref()
-        .map_err(|e| crate::error::Error::failed(e.detail()))
-        .and_then(|(sources, _)| crate::load::resolve(sources, &a.image.options(), &progress));
-    let resolved = match resolved {
-        Ok(r) => r,
+    // Downloads draw their bars whatever the format; the checking spinner only beside text.
+    let opts = crate::query::ValidateOptions {
+        sources: a.sources.clone(),
+        upgrades: a.upgrades,
+        warnings_as_errors: a.warnings_as_errors,
+        allow_empty: a.allow_empty,
+        image: a.image.options(),
+        checking: if text {
+            progress.clone()
+        } else {
+            Default::default()
+        },
+        progress,
+    };
+    let c = match crate::query::validate(&opts) {
+        Ok(c) => c,
         Err(e) => return super::Ended::Failed(e),
     };
-    // Downloads draw their bars whatever the format; the checking spinner only beside text.
-    let opts = crate::load::LoadOptions {
-        progress: if text { progress } else { Default::default() },
-        allow_empty: a.allow_empty,
-        ..Default::default()
-    };
-    let mut c = crate::load::check(&resolved, &opts, &mut |b, _| b);
-    if let Ok((_, Some(stdin))) = &stdin {
-        stdin.name(&mut c.errors);
-        stdin.name(&mut c.warnings);
-    }
-    if let (Ok(cat), true) = (&c.result, a.upgrades) {
-        c.warnings.extend(crate::validate::upgrade_lint::lint(cat));
-    }
-    let valid = c.result.is_ok() && (c.warnings.is_empty() || !a.warnings_as_errors);
-    let counts = c
-        .result
-        .as_ref()
-        .ok()
-        .map(|cat| (cat.packages.len(), cat.bundle_count(), cat.entry_count()));
+    let (valid, counts) = (c.valid, c.counts);
     if text {
         if !a.quiet || a.warnings_as_errors {
             c.warnings.iter().for_each(super::output::diagnostic);
