@@ -20,6 +20,9 @@ pub enum GenerateCommand {
     /// gets no Entrypoint (binary-less catalogs); the builder cannot be `scratch`. DIR may be `.`
     /// or `..`: the Dockerfile goes beside the directory they name. Label keys and values are
     /// quoted; an empty key, or a control character in a label or an image, is refused.
+    ///
+    /// Exit codes: 0 written; 1 DIR.Dockerfile exists or cannot be written, or a label or an
+    /// image is refused; 2 usage error.
     Dockerfile(DockerfileArgs),
 }
 

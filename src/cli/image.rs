@@ -30,6 +30,9 @@ pub enum ImageCommand {
     /// pushed with --push. Without --push a registry target is a dry run: nothing is sent, what
     /// would be pushed is printed, no --digest-file is written (a warning says so), and the exit
     /// code is 0.
+    ///
+    /// Exit codes: 0 built (and written or pushed); 1 invalid catalog (nothing is built), or a
+    /// failure reading, building, writing or pushing; 2 usage error.
     Build(BuildArgs),
     /// Push the image of an OCI layout to a registry.
     ///
@@ -37,6 +40,8 @@ pub enum ImageCommand {
     /// 429 or 5xx is tried again (after the registry's Retry-After), and the manifest goes
     /// last, so a failed push leaves no tag pointing at missing content. Credentials come from
     /// the same files as for pulls. Prints the digest (not with -q).
+    ///
+    /// Exit codes: 0 pushed; 1 the layout could not be read or the push failed; 2 usage error.
     Push(PushArgs),
 }
 

@@ -1,7 +1,9 @@
 //! The command line: one file per subcommand, sharing source loading and diagnostics output.
 //!
 //! Exit codes are stable: 0 success, 1 an invalid catalog or a failure at run time, 2 a usage
-//! error (unknown flag, missing argument). `validate` documents its own meaning of 1.
+//! error (unknown flag, missing argument), 130 interrupted; `diff` adds 3 (a SOURCE could not be
+//! read). Each command's `run` returns an [`Ended`], and [`exit_code`] alone turns it into a
+//! code; `health-probe` speaks grpc_health_probe's codes (`health_probe::exit_code`).
 
 pub mod completions;
 pub mod convert_template;
@@ -45,7 +47,8 @@ pub const EXIT_INTERRUPTED: i32 = 130;
 directories, legacy SQLite indexes), validates their upgrade graphs, stores them in SQLite with every \
 update edge materialized, and serves the gRPC API OLM speaks (api.Registry), as a drop-in for `opm serve`.\n\n\
 Run `opreg serve` with no arguments to serve an embedded demo catalog on port 50051.",
-    after_help = "Exit codes: 0 success; 1 invalid catalog or runtime failure; 2 usage error."
+    after_help = "Exit codes: 0 success; 1 invalid catalog or runtime failure; 2 usage error; 130 interrupted. \
+`diff` exits 3 when a SOURCE could not be read, `health-probe` uses grpc_health_probe's codes: see each command's --help."
 )]
 pub struct Cli {
     /// Log format.
@@ -72,6 +75,9 @@ pub enum Command {
     ///
     /// The write is atomic: the database is built in a temporary file beside FILE.db, synced, and
     /// renamed into place. On any error nothing is written and an existing FILE.db is untouched.
+    ///
+    /// Exit codes: 0 written; 1 invalid catalog, or a SOURCE or FILE.db could not be read or
+    /// written; 2 usage error; 130 interrupted (nothing written).
     Ingest(ingest::Args),
     /// Check SOURCEs against the catalog rules and report every problem. Writes nothing.
     ///
@@ -93,6 +99,9 @@ pub enum Command {
     /// The catalog is not required to be valid: every validation problem is printed on stderr as
     /// a warning and the catalog is rendered as read (exit 0). A file that cannot be read or
     /// parsed is an error (exit 1).
+    ///
+    /// Exit codes: 0 rendered (valid or not); 1 a SOURCE could not be read, pulled or parsed,
+    /// or the output could not be written; 2 usage error.
     Render(render::Args),
     /// Render a catalog template (basic, semver or substitutes) as a file-based catalog on stdout.
     ///
@@ -148,6 +157,9 @@ pub enum Command {
     /// Services: api.Registry, api.ExperimentalRegistry, opreg.v1.Upgrades, grpc.health.v1.Health
     /// and server reflection (v1 and v1alpha). The server listens on [::]:PORT (IPv4 and IPv6),
     /// reports NOT_SERVING until the catalog is loaded, and stops gracefully on SIGTERM/SIGINT.
+    ///
+    /// Exit codes: 0 stopped by SIGTERM/SIGINT (or --cache-only done); 1 invalid catalog or a
+    /// failure at start-up (the reason is also written to --termination-log); 2 usage error.
     Serve(serve::Args),
     /// Resolve upgrades from an installed bundle under classic OLM, OLM v1 or semver rules.
     ///
@@ -185,6 +197,9 @@ pub enum Command {
     /// highlighted: classic OLM in red, OLM v1 in blue (both: purple). Mermaid output longer than
     /// GitHub's 50,000-character limit gets a warning on stderr (narrow it with --channel or
     /// --since, or use -f dot).
+    ///
+    /// Exit codes: 0 drawn; 1 unreadable or invalid SOURCE, unknown package, channel or --from;
+    /// 2 usage error.
     Graph(graph::Args),
     /// List the packages, channels or channel entries of a catalog.
     ///
@@ -225,10 +240,15 @@ pub enum Command {
     /// Install, for example: bash: `opreg completions bash > ~/.local/share/bash-completion/completions/opreg`;
     /// zsh: `opreg completions zsh > "${fpath[1]}/_opreg"`; fish:
     /// `opreg completions fish > ~/.config/fish/completions/opreg.fish`.
+    ///
+    /// Exit codes: 0 written; 1 the output could not be written; 2 usage error.
     Completions(completions::Args),
     /// Print opreg's man page (roff) on stdout.
     ///
     /// Install, for example: `opreg man > ~/.local/share/man/man1/opreg.1`, then `man opreg`.
+    ///
+    /// Exit codes: 0 written; 1 a page could not be written; 2 usage error (an unknown
+    /// subcommand).
     Man(completions::ManArgs),
     /// Check a gRPC server's health, as grpc_health_probe does.
     ///
