@@ -25,7 +25,11 @@ use std::sync::{Arc, Mutex, OnceLock};
 /// How to copy.
 #[derive(Clone, Debug)]
 pub struct CopyOptions {
+    /// How to reach the destination's registry (and the source's, unless `source_connection`).
     pub connection: Connection,
+    /// How to reach the source's registry, when it differs from the destination's
+    /// (`--src-cert-dir` beside `--dest-cert-dir`); `None`: `connection` for both.
+    pub source_connection: Option<Connection>,
     /// A repository of the destination's registry that may hold some of the blobs (a base
     /// image's): they are mounted from it. Without one, a source repository on the same
     /// registry is mounted from.
@@ -44,12 +48,20 @@ impl CopyOptions {
     pub fn new(connection: Connection) -> CopyOptions {
         CopyOptions {
             connection,
+            source_connection: None,
             mount_from: None,
             chunk_size: 16 << 20,
             max_manifest_size: 4 << 20,
             jobs: 4,
             in_flight: Arc::default(),
         }
+    }
+}
+
+impl CopyOptions {
+    /// The source side's connection.
+    pub fn source_side(&self) -> &Connection {
+        self.source_connection.as_ref().unwrap_or(&self.connection)
     }
 }
 
@@ -196,7 +208,7 @@ fn copy_inner(
     opts: &CopyOptions,
     progress: &dyn Progress,
 ) -> Result<Copied> {
-    let mut src = open_source(from, &opts.connection)?;
+    let mut src = open_source(from, opts.source_side())?;
     let plan = read_plan(&mut *src, reference, opts.max_manifest_size)?;
     progress.start(plan.blobs.len(), plan.blobs.iter().map(|b| b.1).sum());
     let mut out = Copied {
@@ -392,7 +404,7 @@ enum Dest {
 
 impl<'a> Worker<'a> {
     fn new(from: &ImageSource, to: &ImageSource, opts: &'a CopyOptions) -> Result<Worker<'a>> {
-        let src = open_source(from, &opts.connection)?;
+        let src = open_source(from, opts.source_side())?;
         let (dest, mount_from) = match to {
             ImageSource::Registry(r) => {
                 let key = format!("{}/{}", r.registry, r.repository);
