@@ -22,7 +22,7 @@ pub struct Prepare<'a> {
     pub cache_dir: &'a Path,
     /// Refuse to build: the cache must match the source.
     pub enforce: bool,
-    pub image: &'a crate::image::ImageArgs,
+    pub image: &'a crate::image::ImageOptions,
     /// With `--http-port`: the JSONL file to write for this version, and the previous version's
     /// modification time (so `Last-Modified` moves forward).
     pub render: Option<(&'a Path, Option<SystemTime>)>,
@@ -51,7 +51,7 @@ pub fn prepare(source: Option<&Path>, p: &Prepare<'_>) -> Result<Prepared> {
     let given = source;
     // An image SOURCE is pulled here, while health still says NOT_SERVING.
     let resolved = match source {
-        Some(s) => crate::load::resolve(&[s.to_path_buf()], p.image, false)?,
+        Some(s) => crate::load::resolve(&[s.to_path_buf()], p.image, &Default::default())?,
         None => crate::image::Resolved::default(),
     };
     let source = resolved.paths.first().map(PathBuf::as_path);
@@ -131,7 +131,7 @@ pub fn prepare(source: Option<&Path>, p: &Prepare<'_>) -> Result<Prepared> {
         crate::store::Builder::create(&db)?.finish(&cat, &digest, &mut |_, _| {})?;
     } else {
         let opts = crate::ingest::BuildOptions {
-            progress: false,
+            progress: Default::default(),
             allow_empty: p.allow_empty,
             digest: Some(digest),
         };

@@ -26,8 +26,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// How [`build`] runs.
 #[derive(Clone, Debug, Default)]
 pub struct BuildOptions {
-    /// Draw progress on stderr.
-    pub progress: bool,
+    /// Told how reading, validating and writing go.
+    pub progress: crate::progress::Reporter,
     /// Accept a catalog with no packages.
     pub allow_empty: bool,
     /// The sources' digest, when the caller computed it already (serve's cache check).
@@ -66,7 +66,7 @@ pub fn build(
     let builder = store::Builder::create(output)?;
     let exclude: Vec<PathBuf> = vec![output.to_path_buf(), builder.temp_path().to_path_buf()];
     let load = LoadOptions {
-        progress: opts.progress,
+        progress: opts.progress.clone(),
         allow_empty: opts.allow_empty,
         exclude: exclude.clone(),
     };
@@ -129,7 +129,7 @@ pub fn build(
     if let Some(images) = resolved.catalog_info() {
         builder.set_info("images", &images)?;
     }
-    with_bar(catalog.packages.len() as u64, opts.progress, |tick| {
+    with_bar(catalog.packages.len() as u64, &opts.progress, |tick| {
         builder.finish(&catalog, &digest, tick)
     })?;
     tracing::debug!(
@@ -142,26 +142,14 @@ pub fn build(
     })
 }
 
-/// Runs `f` with a progress callback that drives a "writing" bar when `progress` is set.
-fn with_bar<R>(total: u64, progress: bool, f: impl FnOnce(&mut dyn FnMut(u64, u64)) -> R) -> R {
-    let bar = progress.then(|| {
-        let pb = indicatif::ProgressBar::new(total);
-        pb.set_style(
-            indicatif::ProgressStyle::with_template(
-                "writing {bar:30} {pos}/{len} packages [{elapsed}]",
-            )
-            .expect("static template"),
-        );
-        pb
-    });
-    let mut tick = |done: u64, _total: u64| {
-        if let Some(pb) = &bar {
-            pb.set_position(done);
-        }
-    };
-    let r = f(&mut tick);
-    if let Some(pb) = bar {
-        pb.finish_and_clear();
-    }
+/// Runs `f` with a callback that reports the packages written as a "writing" task.
+fn with_bar<R>(
+    total: u64,
+    progress: &crate::progress::Reporter,
+    f: impl FnOnce(&mut dyn FnMut(u64, u64)) -> R,
+) -> R {
+    progress.task("writing", total, crate::progress::Unit::Items("packages"));
+    let r = f(&mut |done: u64, _total: u64| progress.position(done));
+    progress.done();
     r
 }

@@ -105,6 +105,8 @@ pub mod mirror;
 pub mod model;
 pub mod names;
 pub mod probe;
+pub mod progress;
+pub mod query;
 pub mod release;
 pub mod serve;
 pub mod server;

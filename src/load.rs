@@ -8,8 +8,9 @@
 use crate::catalog::BundleSink;
 use crate::diag::{Diagnostic, Rule};
 use crate::error::{Error, Result};
-use crate::image::{ImageArgs, Resolved};
+use crate::image::{ImageOptions, Resolved};
 use crate::model::Catalog;
+use crate::progress::Reporter;
 use crate::store::Store;
 use crate::validate::ValidCatalog;
 use std::path::{Path, PathBuf};
@@ -17,8 +18,8 @@ use std::path::{Path, PathBuf};
 /// How SOURCEs are read.
 #[derive(Clone, Debug, Default)]
 pub struct LoadOptions {
-    /// Draw a spinner on stderr while reading and validating.
-    pub progress: bool,
+    /// Told when reading and validating begin and end.
+    pub progress: crate::progress::Reporter,
     /// Accept a catalog with no packages (refused by default, as a likely mistake).
     pub allow_empty: bool,
     /// Files never read as catalog input (the database being written, for example).
@@ -41,7 +42,7 @@ pub struct Loaded {
 
 /// Pulls the image SOURCEs (a local path is kept as it is); the error is one line naming the
 /// reference.
-pub fn resolve(sources: &[PathBuf], image: &ImageArgs, progress: bool) -> Result<Resolved> {
+pub fn resolve(sources: &[PathBuf], image: &ImageOptions, progress: &Reporter) -> Result<Resolved> {
     crate::image::resolve(sources, image, progress)
         .map_err(|e| Error::failed(crate::image::one_line(&e)))
 }
@@ -69,20 +70,13 @@ pub fn check_paths(
     opts: &LoadOptions,
     sink: &mut BundleSink<'_>,
 ) -> Checked {
-    let spinner = opts.progress.then(|| {
-        let pb = indicatif::ProgressBar::new_spinner();
-        pb.set_message("reading sources");
-        pb.enable_steady_tick(std::time::Duration::from_millis(120));
-        pb
-    });
+    opts.progress.step("reading sources");
     let mut warnings = Vec::new();
     let (cat, mut errors) =
         crate::source::load_sources_excluding(paths, &opts.exclude, &mut warnings, &mut |b, d| {
             sink(images.finish_bundle(b), d)
         });
-    if let Some(pb) = &spinner {
-        pb.set_message("validating");
-    }
+    opts.progress.step("validating");
     let result = match crate::validate::check(cat, &mut errors, &mut warnings) {
         Ok(cat) if cat.packages.is_empty() && !opts.allow_empty => {
             errors.push(no_packages());
@@ -93,9 +87,7 @@ pub fn check_paths(
     // Files unpacked from images are named by the image they came from.
     images.locate(&mut errors);
     images.locate(&mut warnings);
-    if let Some(pb) = spinner {
-        pb.finish_and_clear();
-    }
+    opts.progress.done();
     Checked {
         result,
         errors,
@@ -118,9 +110,9 @@ pub fn valid(images: &Resolved, opts: &LoadOptions, sink: &mut BundleSink<'_>) -
     }
 }
 
-/// Pulls (drawing download bars when `progress`) and loads SOURCEs into a valid catalog (empty
+/// Pulls (reporting downloads to `progress`) and loads SOURCEs into a valid catalog (empty
 /// catalogs accepted), warnings returned.
-pub fn sources(sources: &[PathBuf], image: &ImageArgs, progress: bool) -> Result<Loaded> {
+pub fn sources(sources: &[PathBuf], image: &ImageOptions, progress: &Reporter) -> Result<Loaded> {
     let resolved = resolve(sources, image, progress)?;
     valid(
         &resolved,
@@ -174,8 +166,8 @@ pub enum Opened {
     Catalog(Loaded),
 }
 
-/// Opens SOURCE as [`Opened`] (drawing download bars when `progress`).
-pub fn open(source: &Path, image: &ImageArgs, progress: bool) -> Result<Opened> {
+/// Opens SOURCE as [`Opened`] (reporting downloads to `progress`).
+pub fn open(source: &Path, image: &ImageOptions, progress: &Reporter) -> Result<Opened> {
     if matches!(
         crate::source::detect(source),
         Ok(crate::source::SourceKind::OpregDb)

@@ -6,14 +6,16 @@ use crate::registry_support;
 
 use opreg::image::copy::{copy, Copied, CopyOptions, NoProgress};
 use opreg::image::reference::{parse_source, ImageSource};
+use opreg::image::registry::Connection;
 use registry_support::ctx::Ctx;
 use registry_support::faults::{Action, Faults, Seen};
+use registry_support::pki::Pki;
 use registry_support::{sha, Entry, Image, Registry};
 use std::process::Command;
 use std::sync::Arc;
 
 fn opts() -> CopyOptions {
-    let args = opreg::image::ImageArgs {
+    let args = opreg::image::ImageOptions {
         use_http: true,
         ..Default::default()
     };
@@ -308,6 +310,32 @@ fn unknown_fields_spacing_and_key_order_survive_a_copy() {
     let back = format!("oci:{}:v1", ctx.path("back").display());
     run(&to, &back, &opts());
     assert_eq!(raw(&back), manifest.as_bytes());
+}
+
+#[test]
+fn each_side_of_a_copy_trusts_its_own_cert_dir() {
+    let ctx = Ctx::new();
+    let (pki_a, pki_b) = (Pki::new(&ctx.path("pki-a")), Pki::new(&ctx.path("pki-b")));
+    let (a, b) = (
+        Registry::private_ca(&pki_a, false),
+        Registry::private_ca(&pki_b, false),
+    );
+    let digest = a.push("img", "v1", &amd64());
+    let (from, to) = (
+        format!("{}/img:v1", a.host()),
+        format!("{}/img:v1", b.host()),
+    );
+    let side = |dir: std::path::PathBuf| Connection {
+        cert_dir: Some(dir),
+        ..Default::default()
+    };
+    // One connection for both sides: the source's certificate does not verify.
+    let mut o = CopyOptions::new(side(pki_b.ca_only_dir()));
+    let err = copy(&src(&from), &src(&to), &o, &NoProgress).unwrap_err();
+    assert!(format!("{err:#}").contains("certificate"), "{err:#}");
+    // Each side its own directory.
+    o.source_connection = Some(side(pki_a.ca_only_dir()));
+    assert_eq!(run(&from, &to, &o).digest, digest);
 }
 
 #[test]

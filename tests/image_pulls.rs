@@ -248,6 +248,25 @@ fn downloads_draw_progress_bars_on_a_terminal_and_nothing_otherwise() {
     );
     assert!(tty.contains('█'), "the bar is drawn: {tty:?}");
 
+    // Under a terminal with --log-format json: log lines only, no bar.
+    let cache = ctx.path("c3");
+    let json = render(cache.to_str().unwrap()).replace(" render ", " --log-format json render ");
+    let out = std::process::Command::new("script")
+        .args(["-qec", &json, "/dev/null"])
+        .env("HOME", ctx.path("home"))
+        .env("TMPDIR", ctx.tmp())
+        .env("TERM", "xterm")
+        .env_remove("OPREG_LOG")
+        .env_remove("REGISTRY_AUTH_FILE")
+        .output()
+        .expect("util-linux `script`");
+    let tty = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{tty}");
+    assert!(tty.contains("image resolved"), "{tty}");
+    for c in ["layer 1", "█", "░"] {
+        assert!(!tty.contains(c), "a bar under --log-format json: {tty:?}");
+    }
+
     // Piped stderr: no bar, no carriage returns or cursor movement; just the log lines.
     let cache = ctx.path("c2");
     let (code, _, err) = ctx.run(&[

@@ -304,6 +304,55 @@ fn mutual_tls_presents_the_client_certificate_of_the_cert_dir() {
 }
 
 #[test]
+fn a_build_reads_and_pushes_through_two_private_cas_with_src_and_dest_cert_dirs() {
+    let ctx = Ctx::new();
+    let (pki_a, pki_b) = (Pki::new(&ctx.path("pki-a")), Pki::new(&ctx.path("pki-b")));
+    let (src, dst) = (
+        Registry::private_ca(&pki_a, false),
+        Registry::private_ca(&pki_b, false),
+    );
+    catalog_in(&src, &ctx);
+    let from = format!("{}/cat:v1", src.host());
+    let to = format!("{}/built:v1", dst.host());
+    let base = crate::image_build::base_layout(&ctx.path("base"), &[]);
+    let (a, b) = (pki_a.ca_only_dir(), pki_b.ca_only_dir());
+    let build = |dirs: &[&str]| {
+        let mut args = vec![
+            "image", "build", &from, "--base", &base, "-t", &to, "--push",
+        ];
+        args.extend(dirs);
+        ctx.run(&args)
+    };
+    // One --cert-dir for both sides: the destination's certificate does not verify.
+    let (code, _, err) = build(&["--cert-dir", a.to_str().unwrap()]);
+    let line = one_error_line(code, &err, &to);
+    assert!(line.contains("certificate"), "{line}");
+    // Each side its own directory: read from A, pushed to B.
+    let (code, digest, err) = build(&[
+        "--src-cert-dir",
+        a.to_str().unwrap(),
+        "--dest-cert-dir",
+        b.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let out = std::process::Command::new("skopeo")
+        .args(["inspect", "--raw", "--cert-dir", b.to_str().unwrap()])
+        .arg(format!("docker://{to}"))
+        .output()
+        .expect("skopeo is installed");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        crate::registry_support::sha(&out.stdout),
+        digest.trim(),
+        "{err}"
+    );
+}
+
+#[test]
 fn plain_http_and_tls_mixed_up_say_which_flag_to_change() {
     let ctx = Ctx::new();
     let plain = Registry::http();

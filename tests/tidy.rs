@@ -209,25 +209,12 @@ const CRATE_RULES: &[CrateRule] = &[
     CrateRule {
         names: &["clap", "clap_complete", "clap_mangen"],
         places: &["cli/"],
-        exceptions: &[
-            // `#[derive(clap::ValueEnum)]` on library enums the CLI takes as flag values, and
-            // `#[derive(clap::Args)]` on the image flags every image-reading command shares.
-            "catalog/fbc/render.rs",
-            "draw/mod.rs",
-            "image/mod.rs",
-            "image/opm.rs",
-            "template/mod.rs",
-        ],
+        exceptions: &[],
     },
     CrateRule {
         names: &["indicatif"],
         places: &["cli/"],
-        exceptions: &[
-            // Progress bars drawn by the library: pull bars, ingest's bar, load's spinner.
-            "image/pull.rs",
-            "ingest.rs",
-            "load.rs",
-        ],
+        exceptions: &[],
     },
     CrateRule {
         names: &["ureq"],

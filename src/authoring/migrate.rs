@@ -19,7 +19,7 @@ pub struct MigrateOptions {
     pub out_dir: PathBuf,
     pub migrate_level: MigrateLevel,
     pub format: RenderFormat,
-    pub image: crate::image::ImageArgs,
+    pub image: crate::image::ImageOptions,
 }
 
 /// Migrates the catalog; returns the problems validation found in it, as warnings (the catalog
@@ -37,7 +37,11 @@ pub fn migrate(o: &MigrateOptions) -> Result<Vec<crate::diag::Diagnostic>> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(Error::failed(format!("{}: {e}", out.display()))),
     }
-    let resolved = crate::load::resolve(std::slice::from_ref(&o.source), &o.image, false)?;
+    let resolved = crate::load::resolve(
+        std::slice::from_ref(&o.source),
+        &o.image,
+        &Default::default(),
+    )?;
     let bundle = resolved.images[0]
         .as_ref()
         .is_some_and(|i| matches!(i.kind, crate::image::kind::ImageKind::Bundle { .. }))

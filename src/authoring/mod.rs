@@ -6,6 +6,7 @@
 //! | [`init`] | the `olm.package` blob `opreg init` writes |
 //! | [`icon`] | an icon's media type, from its bytes |
 //! | [`migrate`] | `opreg migrate`: a catalog through opm's migrations, one directory per package |
+//! | [`render`] | `opreg render`: SOURCEs grouped as opm groups them, lone bundles, the image-reference template, the migrations |
 //!
 //! `opreg render-template`'s work: reading a template file, turning its bundle references into
 //! bundles (a bundle image, pulled like any image SOURCE; a local bundle directory; or, with
@@ -16,6 +17,7 @@
 pub mod icon;
 pub mod init;
 pub mod migrate;
+pub mod render;
 
 use crate::error::{Error, Result};
 use crate::image::opm::MigrateLevel;
@@ -34,7 +36,7 @@ pub struct TemplateOptions {
     /// Read image references REPOSITORY:TAG from the bundle directory DIR/TAG.
     pub bundles_dir: Option<PathBuf>,
     pub migrate_level: MigrateLevel,
-    pub image: crate::image::ImageArgs,
+    pub image: crate::image::ImageOptions,
 }
 
 /// The bytes of `path` (`-`: standard input), and the name errors give it.
@@ -119,7 +121,7 @@ fn render_reference(r: &str, base: &Path, a: &TemplateOptions) -> Result<Vec<Bun
             .for_each(|b| crate::image::opm::finish_bundle_image(b, r));
         return Ok(bundles);
     }
-    let resolved = crate::image::resolve(&[PathBuf::from(r)], &a.image, false)
+    let resolved = crate::image::resolve(&[PathBuf::from(r)], &a.image, &Default::default())
         .map_err(|e| named(crate::image::one_line(&e)))?;
     if let Some(Some(img)) = resolved.images.first() {
         if !matches!(img.kind, crate::image::kind::ImageKind::Bundle { .. }) {

@@ -13,7 +13,7 @@ pub struct Args {
     pub shell: Shell,
 }
 
-pub fn run(a: Args) -> i32 {
+pub fn run(a: Args) -> super::Ended {
     let mut cmd = super::Cli::command();
     let mut script = Vec::new();
     clap_complete::generate(a.shell, &mut cmd, "opreg", &mut script);
@@ -33,7 +33,7 @@ pub struct ManArgs {
     pub out_dir: Option<PathBuf>,
 }
 
-pub fn run_man(a: ManArgs) -> i32 {
+pub fn run_man(a: ManArgs) -> super::Ended {
     if let Some(dir) = &a.out_dir {
         return write_all(dir);
     }
@@ -44,20 +44,17 @@ pub fn run_man(a: ManArgs) -> i32 {
             match pages().into_iter().find(|(n, _)| *n == wanted) {
                 Some((_, cmd)) => render(cmd),
                 None => {
-                    super::output::error(format_args!(
+                    return crate::error::Error::Usage(format!(
                         "opreg has no subcommand {name:?}; `opreg --help` lists them"
-                    ));
-                    return super::EXIT_USAGE;
+                    ))
+                    .into();
                 }
             }
         }
     };
     match page {
         Ok(bytes) => write(&bytes),
-        Err(e) => {
-            super::output::error(format_args!("rendering the man page: {e}"));
-            super::EXIT_FAILURE
-        }
+        Err(e) => crate::error::Error::failed(format_args!("rendering the man page: {e}")).into(),
     }
 }
 
@@ -98,27 +95,23 @@ fn render(cmd: clap::Command) -> std::io::Result<Vec<u8>> {
 }
 
 /// Every page into `dir`, which is made when missing.
-fn write_all(dir: &std::path::Path) -> i32 {
+fn write_all(dir: &std::path::Path) -> super::Ended {
     if let Err(e) = std::fs::create_dir_all(dir) {
-        super::output::error(format_args!("creating {}: {e}", dir.display()));
-        return super::EXIT_FAILURE;
+        return crate::error::Error::failed(format_args!("creating {}: {e}", dir.display())).into();
     }
     for (name, cmd) in pages() {
         let path = dir.join(format!("{name}.1"));
         if let Err(e) = render(cmd).and_then(|p| std::fs::write(&path, p)) {
-            super::output::error(format_args!("writing {}: {e}", path.display()));
-            return super::EXIT_FAILURE;
+            return crate::error::Error::failed(format_args!("writing {}: {e}", path.display()))
+                .into();
         }
     }
-    super::EXIT_OK
+    super::Ended::Done
 }
 
-fn write(bytes: &[u8]) -> i32 {
+fn write(bytes: &[u8]) -> super::Ended {
     match super::output::write_out(|w| w.write_all(bytes)) {
-        Ok(()) => super::EXIT_OK,
-        Err(e) => {
-            super::output::error(format_args!("writing output: {e}"));
-            super::EXIT_FAILURE
-        }
+        Ok(()) => super::Ended::Done,
+        Err(e) => crate::error::Error::failed(format_args!("writing output: {e}")).into(),
     }
 }

@@ -24,15 +24,15 @@ pub struct Args {
     pub output_format: RenderFormat,
 }
 
-pub fn run(a: Args) -> i32 {
+pub fn run(a: Args) -> super::Ended {
     let Some(kind) = Kind::from_name(&a.kind) else {
-        return super::fail(crate::error::Error::Usage(format!(
+        return super::Ended::Failed(crate::error::Error::Usage(format!(
             "unknown template type {:?}",
             a.kind
         )));
     };
     match crate::authoring::convert_template(kind, &a.file, a.output_format) {
         Ok(text) => super::output::write_or_fail(|out| out.write_all(text.as_bytes())),
-        Err(e) => super::fail(e),
+        Err(e) => super::Ended::Failed(e),
     }
 }

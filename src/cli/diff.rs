@@ -27,7 +27,7 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = SemanticsArg::Classic)]
     pub semantics: SemanticsArg,
     #[command(flatten)]
-    pub image: crate::image::ImageArgs,
+    pub image: super::ImageArgs,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -42,22 +42,26 @@ pub enum SemanticsArg {
     V1,
 }
 
-/// Exit code of `diff` when OLD or NEW cannot be read or is invalid: apart from 1, so that a
-/// CI gate can tell "something is stranded" from "the comparison did not run".
-pub const EXIT_UNREADABLE: i32 = 3;
-
-pub fn run(a: Args) -> i32 {
+pub fn run(a: Args) -> super::Ended {
     let semantics = match a.semantics {
         SemanticsArg::Classic => Semantics::Classic,
         SemanticsArg::V1 => Semantics::V1,
     };
-    let loaded =
-        crate::load::sources(std::slice::from_ref(&a.old), &a.image, false).and_then(|o| {
-            Ok((
-                o,
-                crate::load::sources(std::slice::from_ref(&a.new), &a.image, false)?,
-            ))
-        });
+    let loaded = crate::load::sources(
+        std::slice::from_ref(&a.old),
+        &a.image.options(),
+        &Default::default(),
+    )
+    .and_then(|o| {
+        Ok((
+            o,
+            crate::load::sources(
+                std::slice::from_ref(&a.new),
+                &a.image.options(),
+                &Default::default(),
+            )?,
+        ))
+    });
     let (old, new) = match loaded {
         Ok(both) => both,
         Err(e) => {
@@ -68,10 +72,7 @@ pub fn run(a: Args) -> i32 {
                 });
                 let _ = super::output::out(&format!("{doc:#}\n"));
             }
-            return match super::fail(e) {
-                super::EXIT_FAILURE => EXIT_UNREADABLE,
-                code => code,
-            };
+            return super::Ended::Unreadable(e);
         }
     };
     let report = crate::diff::diff(&old.catalog, &new.catalog, semantics);
@@ -89,13 +90,13 @@ pub fn run(a: Args) -> i32 {
         Output::Text => super::output::out(&text(&report)),
     };
     if let Err(e) = written {
-        super::output::error(format_args!("writing output: {e}"));
-        return super::EXIT_FAILURE;
+        return crate::error::Error::failed(format_args!("writing output: {e}")).into();
     }
     if report.stranded.is_empty() {
-        super::EXIT_OK
+        super::Ended::Done
     } else {
-        super::EXIT_FAILURE
+        // The report names every stranded version.
+        super::Ended::Reported
     }
 }
 

@@ -20,6 +20,9 @@ pub enum GenerateCommand {
     /// gets no Entrypoint (binary-less catalogs); the builder cannot be `scratch`. DIR may be `.`
     /// or `..`: the Dockerfile goes beside the directory they name. Label keys and values are
     /// quoted; an empty key, or a control character in a label or an image, is refused.
+    ///
+    /// Exit codes: 0 written; 1 DIR.Dockerfile exists or cannot be written, or a label or an
+    /// image is refused; 2 usage error.
     Dockerfile(DockerfileArgs),
 }
 
@@ -39,7 +42,7 @@ pub struct DockerfileArgs {
     pub extra_labels: Vec<String>,
 }
 
-pub fn run(a: Args) -> i32 {
+pub fn run(a: Args) -> super::Ended {
     let GenerateCommand::Dockerfile(d) = a.command;
     let opts = DockerfileOptions {
         dir: d.dir,
@@ -50,11 +53,8 @@ pub fn run(a: Args) -> i32 {
     match dockerfile::generate(&opts) {
         Ok(path) => {
             output::status(format_args!("wrote {}", path.display()));
-            super::EXIT_OK
+            super::Ended::Done
         }
-        Err(e) => {
-            output::error(e);
-            super::EXIT_FAILURE
-        }
+        Err(e) => crate::error::Error::failed(e).into(),
     }
 }

@@ -30,13 +30,13 @@ pub struct Args {
     #[arg(long, value_name = "VERSION")]
     pub from: Option<String>,
     #[command(flatten)]
-    pub image: crate::image::ImageArgs,
+    pub image: super::ImageArgs,
 }
 
-pub fn run(a: Args) -> i32 {
-    let loaded = match crate::load::sources(&a.sources, &a.image, false) {
+pub fn run(a: Args) -> super::Ended {
+    let loaded = match crate::load::sources(&a.sources, &a.image.options(), &Default::default()) {
         Ok(l) => l,
-        Err(e) => return super::fail(e),
+        Err(e) => return super::Ended::Failed(e),
     };
     super::warnings(&loaded.warnings, false);
     let cat = loaded.catalog;
@@ -61,16 +61,10 @@ pub fn run(a: Args) -> i32 {
                 ));
             }
             match super::output::out(&text) {
-                Ok(()) => super::EXIT_OK,
-                Err(e) => {
-                    super::output::error(format_args!("writing output: {e}"));
-                    super::EXIT_FAILURE
-                }
+                Ok(()) => super::Ended::Done,
+                Err(e) => crate::error::Error::failed(format_args!("writing output: {e}")).into(),
             }
         }
-        Err(e) => {
-            super::output::error(e);
-            super::EXIT_FAILURE
-        }
+        Err(e) => crate::error::Error::failed(e).into(),
     }
 }

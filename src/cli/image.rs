@@ -30,6 +30,9 @@ pub enum ImageCommand {
     /// pushed with --push. Without --push a registry target is a dry run: nothing is sent, what
     /// would be pushed is printed, no --digest-file is written (a warning says so), and the exit
     /// code is 0.
+    ///
+    /// Exit codes: 0 built (and written or pushed); 1 invalid catalog (nothing is built), or a
+    /// failure reading, building, writing or pushing; 2 usage error.
     Build(BuildArgs),
     /// Push the image of an OCI layout to a registry.
     ///
@@ -37,6 +40,8 @@ pub enum ImageCommand {
     /// 429 or 5xx is tried again (after the registry's Retry-After), and the manifest goes
     /// last, so a failed push leaves no tag pointing at missing content. Credentials come from
     /// the same files as for pulls. Prints the digest (not with -q).
+    ///
+    /// Exit codes: 0 pushed; 1 the layout could not be read or the push failed; 2 usage error.
     Push(PushArgs),
     /// Write a new cosign key pair: PREFIX.key (ECDSA P-256, encrypted with the passphrase as
     /// cosign encrypts it) and PREFIX.pub.
@@ -82,6 +87,8 @@ pub struct PushArgs {
     pub passphrase_file: Option<PathBuf>,
     #[command(flatten)]
     pub image: ImageFlags,
+    #[command(flatten)]
+    pub dest: DestFlags,
 }
 
 #[derive(clap::Args, Debug)]
@@ -136,6 +143,42 @@ pub struct BuildArgs {
     pub signature_policy: Option<PathBuf>,
     #[command(flatten)]
     pub image: ImageFlags,
+    #[command(flatten)]
+    pub src: SrcFlags,
+    #[command(flatten)]
+    pub dest: DestFlags,
+}
+
+// The flags for the registries images are read from (SOURCEs, --base), where they differ from
+// the registry pushed to; each adds to --use-http, --skip-tls-verify and --cert-dir, which
+// apply to both sides.
+#[derive(clap::Args, Debug, Clone)]
+#[command(next_help_heading = "Image sources")]
+pub struct SrcFlags {
+    /// Talk plain HTTP to the registries images are read from (SOURCEs, --base).
+    #[arg(long)]
+    pub src_use_http: bool,
+    /// Do not verify the TLS certificates of the registries images are read from.
+    #[arg(long)]
+    pub src_skip_tls_verify: bool,
+    /// --cert-dir for the registries images are read from (SOURCEs, --base).
+    #[arg(long, value_name = "DIR")]
+    pub src_cert_dir: Option<std::path::PathBuf>,
+}
+
+// The flags for the registry pushed to, where it differs from the ones read from.
+#[derive(clap::Args, Debug, Clone)]
+#[command(next_help_heading = "Image sources")]
+pub struct DestFlags {
+    /// Talk plain HTTP to the registry pushed to.
+    #[arg(long)]
+    pub dest_use_http: bool,
+    /// Do not verify the TLS certificate of the registry pushed to.
+    #[arg(long)]
+    pub dest_skip_tls_verify: bool,
+    /// --cert-dir for the registry pushed to.
+    #[arg(long, value_name = "DIR")]
+    pub dest_cert_dir: Option<std::path::PathBuf>,
 }
 
 // The image flags that apply to building (the source's and the base's pulls); the platform is
@@ -163,18 +206,35 @@ pub struct ImageFlags {
 }
 
 impl ImageFlags {
-    fn args(&self) -> crate::image::ImageArgs {
-        crate::image::ImageArgs {
-            use_http: self.use_http,
-            skip_tls_verify: self.skip_tls_verify,
+    /// The options for one side: its own flags added to the shared ones, its --*-cert-dir in
+    /// place of --cert-dir.
+    fn side(
+        &self,
+        use_http: bool,
+        skip_tls_verify: bool,
+        cert_dir: &Option<std::path::PathBuf>,
+    ) -> crate::image::ImageOptions {
+        crate::image::ImageOptions {
+            use_http: self.use_http || use_http,
+            skip_tls_verify: self.skip_tls_verify || skip_tls_verify,
             registry_timeout: self.registry_timeout,
-            cert_dir: self.cert_dir.clone(),
+            cert_dir: cert_dir.clone().or_else(|| self.cert_dir.clone()),
             ..Default::default()
         }
     }
+
+    /// The registries images are read from.
+    fn src(&self, s: &SrcFlags) -> crate::image::ImageOptions {
+        self.side(s.src_use_http, s.src_skip_tls_verify, &s.src_cert_dir)
+    }
+
+    /// The registry pushed to.
+    fn dest(&self, d: &DestFlags) -> crate::image::ImageOptions {
+        self.side(d.dest_use_http, d.dest_skip_tls_verify, &d.dest_cert_dir)
+    }
 }
 
-pub fn run(a: Args) -> i32 {
+pub fn run(a: Args) -> super::Ended {
     match a.command {
         ImageCommand::Build(b) => run_build(b),
         ImageCommand::Push(p) => run_push(p),
@@ -184,11 +244,11 @@ pub fn run(a: Args) -> i32 {
     }
 }
 
-fn run_push(a: PushArgs) -> i32 {
+fn run_push(a: PushArgs) -> super::Ended {
     let key = match &a.sign_key {
         Some(k) => match super::sign::signing_key(k, a.passphrase_file.as_deref()) {
             Ok(k) => Some(k),
-            Err(e) => return super::fail(e),
+            Err(e) => return e.into(),
         },
         None => None,
     };
@@ -196,7 +256,7 @@ fn run_push(a: PushArgs) -> i32 {
     let done = build::push_layout(
         &a.source,
         &a.target,
-        &a.image.args(),
+        &a.image.dest(&a.dest),
         a.image.chunk_size,
         &bar,
     );
@@ -207,16 +267,16 @@ fn run_push(a: PushArgs) -> i32 {
                 pushed(&r, &p);
             }
             if let Some(k) = &key {
-                let args = a.image.args();
+                let args = a.image.dest(&a.dest);
                 match sign_pushed(&r, &p.digest, k, &args) {
                     Ok(s) if !a.quiet => super::sign::signed(&r.given, &s),
                     Ok(_) => {}
-                    Err(e) => return super::fail(e),
+                    Err(e) => return e.into(),
                 }
             }
             finish(&p.digest, a.digest_file.as_deref(), a.quiet)
         }
-        Err(e) => super::fail(e),
+        Err(e) => super::Ended::Failed(e),
     }
 }
 
@@ -225,7 +285,7 @@ fn sign_pushed(
     r: &crate::image::reference::Reference,
     digest: &str,
     key: &crate::sign::keys::SigningKey,
-    args: &crate::image::ImageArgs,
+    args: &crate::image::ImageOptions,
 ) -> Result<crate::image::signature::Signed, Error> {
     crate::image::signature::sign_pushed(r, digest, key, &args.connection(), args.max_manifest_size)
         .map_err(|e| Error::failed(crate::image::one_line(&e)))
@@ -239,30 +299,31 @@ fn pushed(r: &crate::image::reference::Reference, p: &crate::image::push::Pushed
 }
 
 /// Writes `--digest-file` and prints the digest (unless `quiet`).
-fn finish(digest: &str, digest_file: Option<&std::path::Path>, quiet: bool) -> i32 {
+fn finish(digest: &str, digest_file: Option<&std::path::Path>, quiet: bool) -> super::Ended {
     if let Some(f) = digest_file {
         if let Err(e) = std::fs::write(f, format!("{digest}\n")) {
-            output::error(format_args!("--digest-file {}: {e}", f.display()));
-            return super::EXIT_FAILURE;
+            return Error::failed(format_args!("--digest-file {}: {e}", f.display())).into();
         }
     }
-    if !quiet && output::out(&format!("{digest}\n")).is_err() {
-        return super::EXIT_FAILURE;
+    if !quiet {
+        if let Err(e) = output::out(&format!("{digest}\n")) {
+            return Error::failed(format_args!("writing output: {e}")).into();
+        }
     }
-    super::EXIT_OK
+    super::Ended::Done
 }
 
 /// As every command fails, with a last line saying that no image was written.
-fn fail(e: Error) -> i32 {
-    let invalid = matches!(e, Error::Invalid { .. });
-    let code = super::fail(e);
-    if invalid {
+fn fail(e: Error) -> super::Ended {
+    if matches!(e, Error::Invalid { .. }) {
+        super::report(&e);
         output::status("nothing was built");
+        return super::Ended::Reported;
     }
-    code
+    super::Ended::Failed(e)
 }
 
-fn run_build(a: BuildArgs) -> i32 {
+fn run_build(a: BuildArgs) -> super::Ended {
     let parsed = (|| -> Result<_, Error> {
         let targets = a
             .tags
@@ -294,9 +355,9 @@ fn run_build(a: BuildArgs) -> i32 {
     };
     let opts = BuildOptions {
         sources: a.sources.clone(),
-        image: crate::image::ImageArgs {
+        image: crate::image::ImageOptions {
             signature_policy: a.signature_policy.clone(),
-            ..a.image.args()
+            ..a.image.src(&a.src)
         },
         base: a.base.clone(),
         platforms,
@@ -304,7 +365,7 @@ fn run_build(a: BuildArgs) -> i32 {
         configs_path: a.configs_path.clone(),
         cache_path: a.cache_path.clone(),
         source_date_epoch: a.source_date_epoch,
-        progress: super::show_progress(a.quiet),
+        progress: super::progress::reporter(a.quiet),
     };
     let staged = match build::build(&opts) {
         Ok(s) => s,
@@ -329,7 +390,9 @@ fn run_build(a: BuildArgs) -> i32 {
     let mut pushed_any = false;
     if a.push {
         let bar = super::progress::Bar::new(a.quiet, "pushing");
-        let done = build::push_registries(&staged, &targets, &opts, a.image.chunk_size, &bar);
+        let dest = a.image.dest(&a.dest).connection();
+        let done =
+            build::push_registries(&staged, &targets, &opts, &dest, a.image.chunk_size, &bar);
         drop(bar);
         match done {
             Ok(all) => {

@@ -20,19 +20,19 @@ pub struct Args {
     #[arg(long)]
     pub allow_empty: bool,
     #[command(flatten)]
-    pub image: crate::image::ImageArgs,
+    pub image: super::ImageArgs,
 }
 
-pub fn run(a: Args) -> i32 {
-    let progress = super::show_progress(a.quiet);
+pub fn run(a: Args) -> super::Ended {
+    let progress = super::progress::reporter(a.quiet);
     let opts = crate::ingest::BuildOptions {
-        progress,
+        progress: progress.clone(),
         allow_empty: a.allow_empty,
         digest: None,
     };
     let built = crate::store::check_output(&a.output)
         .map_err(crate::error::Error::from)
-        .and_then(|_| crate::load::resolve(&a.sources, &a.image, progress))
+        .and_then(|_| crate::load::resolve(&a.sources, &a.image.options(), &progress))
         .and_then(|resolved| crate::ingest::ingest(&resolved, &a.output, &opts));
     match built {
         Ok(b) => {
@@ -47,10 +47,10 @@ pub fn run(a: Args) -> i32 {
                     cat.entry_count()
                 ));
             }
-            super::EXIT_OK
+            super::Ended::Done
         }
-        Err(e) if a.quiet => super::fail(quiet_errors(e)),
-        Err(e) => super::fail(e),
+        Err(e) if a.quiet => super::Ended::Failed(quiet_errors(e)),
+        Err(e) => super::Ended::Failed(e),
     }
 }
 

@@ -29,7 +29,7 @@ pub struct Args {
     pub output_format: RenderFormat,
 }
 
-pub fn run(a: Args) -> i32 {
+pub fn run(a: Args) -> super::Ended {
     let opts = InitOptions {
         package: a.package,
         default_channel: a.default_channel,
@@ -38,6 +38,6 @@ pub fn run(a: Args) -> i32 {
     };
     match init(&opts) {
         Ok(cat) => super::output::write_or_fail(|out| fbc::render(&cat, a.output_format, out)),
-        Err(e) => super::fail(e),
+        Err(e) => super::Ended::Failed(e),
     }
 }

@@ -4,7 +4,8 @@
 //! SOURCE (FBC, manifests, legacy index, image) is read and validated, and its rows made by
 //! [`crate::inventory::rows_of`]. Both sort the same way, versions as versions.
 
-use crate::inventory::{self, Rows};
+use crate::inventory::Rows;
+use crate::query::Listing;
 use clap::{Subcommand, ValueEnum};
 use serde::Serialize;
 use std::path::PathBuf;
@@ -45,7 +46,7 @@ pub struct Target {
     #[arg(short, long, value_enum, default_value_t = Output::Table)]
     pub output: Output,
     #[command(flatten)]
-    pub image: crate::image::ImageArgs,
+    pub image: super::ImageArgs,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -61,7 +62,7 @@ enum Kind {
     Bundles,
 }
 
-pub fn run(a: Args) -> i32 {
+pub fn run(a: Args) -> super::Ended {
     let (kind, t) = match a.what {
         What::Packages(t) => (Kind::Packages, t),
         What::Channels(t) => (Kind::Channels, t),
@@ -69,7 +70,7 @@ pub fn run(a: Args) -> i32 {
     };
     let rows = match rows(kind, &t) {
         Ok(r) => r,
-        Err(e) => return super::fail(e),
+        Err(e) => return super::Ended::Failed(e),
     };
     let out = match (kind, t.output) {
         (Kind::Packages, Output::Json) => json(&rows.packages),
@@ -116,8 +117,8 @@ pub fn run(a: Args) -> i32 {
         }
     };
     match super::output::out(&out) {
-        Ok(()) => super::EXIT_OK,
-        Err(e) => super::fail(crate::error::Error::failed(format_args!(
+        Ok(()) => super::Ended::Done,
+        Err(e) => super::Ended::Failed(crate::error::Error::failed(format_args!(
             "writing output: {e}"
         ))),
     }
@@ -154,40 +155,10 @@ pub fn table<'a>(header: &[&'a str], rows: impl Iterator<Item = Vec<&'a str>>) -
 }
 
 fn rows(kind: Kind, t: &Target) -> crate::error::Result<Rows> {
-    use crate::load::Opened;
-    let pkg = t.package.as_deref();
-    let missing = |p: &str, names: Vec<String>| {
-        let near = crate::text::nearest(p, names.iter().map(String::as_str), 3);
-        crate::error::Error::failed(format_args!(
-            "{} has no package {p:?}{}",
-            t.source.display(),
-            crate::text::did_you_mean(&near)
-        ))
+    let what = match kind {
+        Kind::Packages => Listing::Packages,
+        Kind::Channels => Listing::Channels,
+        Kind::Bundles => Listing::Bundles,
     };
-    match crate::load::open(&t.source, &t.image, false)? {
-        Opened::Store(store) => {
-            if let Some(p) = pkg {
-                if !store.has_package(p)? {
-                    let names = store.list_package_rows(None)?;
-                    return Err(missing(p, names.into_iter().map(|r| r.name).collect()));
-                }
-            }
-            let mut rows = Rows::default();
-            match kind {
-                Kind::Packages => rows.packages = store.list_package_rows(pkg)?,
-                Kind::Channels => rows.channels = store.list_channel_rows(pkg)?,
-                Kind::Bundles => rows.bundles = store.list_bundle_rows(pkg)?,
-            }
-            Ok(rows)
-        }
-        Opened::Catalog(loaded) => {
-            let cat = &loaded.catalog;
-            if let Some(p) = pkg {
-                if !cat.packages.contains_key(p) {
-                    return Err(missing(p, cat.packages.keys().cloned().collect()));
-                }
-            }
-            Ok(inventory::rows_of(cat, pkg))
-        }
-    }
+    crate::query::list(&t.source, what, t.package.as_deref(), &t.image.options())
 }

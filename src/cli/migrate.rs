@@ -26,16 +26,16 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = MigrateLevel::None)]
     pub migrate_level: MigrateLevel,
     #[command(flatten)]
-    pub image: crate::image::ImageArgs,
+    pub image: super::ImageArgs,
 }
 
-pub fn run(a: Args) -> i32 {
+pub fn run(a: Args) -> super::Ended {
     let opts = MigrateOptions {
         source: a.source,
         out_dir: a.out_dir,
         migrate_level: a.migrate_level,
         format: a.output_format,
-        image: a.image,
+        image: a.image.options(),
     };
     match migrate(&opts) {
         Ok(problems) => {
@@ -44,8 +44,8 @@ pub fn run(a: Args) -> i32 {
                 "wrote the file-based catalog to {}",
                 opts.out_dir.display()
             ));
-            super::EXIT_OK
+            super::Ended::Done
         }
-        Err(e) => super::fail(e),
+        Err(e) => super::Ended::Failed(e),
     }
 }

@@ -103,17 +103,17 @@ impl Sides {
     }
 }
 
-pub fn run(a: Args) -> i32 {
+pub fn run(a: Args) -> super::Ended {
     let opts = match options(&a) {
         Ok(o) => o,
-        Err(e) => return super::fail(e),
+        Err(e) => return e.into(),
     };
     let bar = Bar::new(a.quiet);
     let result = run::mirror(&opts, &bar);
     drop(bar);
     match result {
         Ok(report) => summary(&report, &opts, a.quiet),
-        Err(e) => super::fail(e),
+        Err(e) => e.into(),
     }
 }
 
@@ -121,7 +121,7 @@ fn options(a: &Args) -> Result<MirrorOptions, Error> {
     let s = &a.sides;
     let source = s.connection(s.src_use_http, s.src_skip_tls_verify, &s.src_cert_dir);
     let dest = s.connection(s.dest_use_http, s.dest_skip_tls_verify, &s.dest_cert_dir);
-    let image = crate::image::ImageArgs {
+    let image = crate::image::ImageOptions {
         use_http: source.use_http,
         skip_tls_verify: source.skip_tls_verify,
         cert_dir: source.cert_dir.clone(),
@@ -151,7 +151,7 @@ fn options(a: &Args) -> Result<MirrorOptions, Error> {
     })
 }
 
-fn summary(r: &Report, opts: &MirrorOptions, quiet: bool) -> i32 {
+fn summary(r: &Report, opts: &MirrorOptions, quiet: bool) -> super::Ended {
     let note = |m: String| {
         if !quiet {
             output::status(m)
@@ -208,9 +208,9 @@ fn summary(r: &Report, opts: &MirrorOptions, quiet: bool) -> i32 {
         output::error("no catalog was pushed: some of its images are missing at the destination");
     }
     if failures.is_empty() && r.not_attempted == 0 {
-        super::EXIT_OK
+        super::Ended::Done
     } else {
-        super::EXIT_FAILURE
+        super::Ended::Reported
     }
 }
 

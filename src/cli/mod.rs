@@ -1,7 +1,9 @@
 //! The command line: one file per subcommand, sharing source loading and diagnostics output.
 //!
 //! Exit codes are stable: 0 success, 1 an invalid catalog or a failure at run time, 2 a usage
-//! error (unknown flag, missing argument). `validate` documents its own meaning of 1.
+//! error (unknown flag, missing argument), 130 interrupted; `diff` adds 3 (a SOURCE could not be
+//! read). Each command's `run` returns an [`Ended`], and [`exit_code`] alone turns it into a
+//! code; `health-probe` speaks grpc_health_probe's codes (`health_probe::exit_code`).
 
 pub mod completions;
 pub mod convert_template;
@@ -10,6 +12,7 @@ pub mod generate;
 pub mod graph;
 pub mod health_probe;
 pub mod image;
+pub mod image_args;
 pub mod ingest;
 pub mod init;
 pub mod list;
@@ -24,8 +27,10 @@ pub mod serve;
 pub mod sign;
 pub mod upgrade;
 pub mod validate;
+mod values;
 
 use clap::{Parser, Subcommand, ValueEnum};
+pub use image_args::ImageArgs;
 use std::io::IsTerminal;
 
 /// Exit codes.
@@ -44,7 +49,8 @@ pub const EXIT_INTERRUPTED: i32 = 130;
 directories, legacy SQLite indexes), validates their upgrade graphs, stores them in SQLite with every \
 update edge materialized, and serves the gRPC API OLM speaks (api.Registry), as a drop-in for `opm serve`.\n\n\
 Run `opreg serve` with no arguments to serve an embedded demo catalog on port 50051.",
-    after_help = "Exit codes: 0 success; 1 invalid catalog or runtime failure; 2 usage error."
+    after_help = "Exit codes: 0 success; 1 invalid catalog or runtime failure; 2 usage error; 130 interrupted. \
+`diff` exits 3 when a SOURCE could not be read, `health-probe` uses grpc_health_probe's codes: see each command's --help."
 )]
 pub struct Cli {
     /// Log format.
@@ -71,6 +77,9 @@ pub enum Command {
     ///
     /// The write is atomic: the database is built in a temporary file beside FILE.db, synced, and
     /// renamed into place. On any error nothing is written and an existing FILE.db is untouched.
+    ///
+    /// Exit codes: 0 written; 1 invalid catalog, or a SOURCE or FILE.db could not be read or
+    /// written; 2 usage error; 130 interrupted (nothing written).
     Ingest(ingest::Args),
     /// Check SOURCEs against the catalog rules and report every problem. Writes nothing.
     ///
@@ -92,6 +101,9 @@ pub enum Command {
     /// The catalog is not required to be valid: every validation problem is printed on stderr as
     /// a warning and the catalog is rendered as read (exit 0). A file that cannot be read or
     /// parsed is an error (exit 1).
+    ///
+    /// Exit codes: 0 rendered (valid or not); 1 a SOURCE could not be read, pulled or parsed,
+    /// or the output could not be written; 2 usage error.
     Render(render::Args),
     /// Render a catalog template (basic, semver or substitutes) as a file-based catalog on stdout.
     ///
@@ -147,6 +159,9 @@ pub enum Command {
     /// Services: api.Registry, api.ExperimentalRegistry, opreg.v1.Upgrades, grpc.health.v1.Health
     /// and server reflection (v1 and v1alpha). The server listens on [::]:PORT (IPv4 and IPv6),
     /// reports NOT_SERVING until the catalog is loaded, and stops gracefully on SIGTERM/SIGINT.
+    ///
+    /// Exit codes: 0 stopped by SIGTERM/SIGINT (or --cache-only done); 1 invalid catalog or a
+    /// failure at start-up (the reason is also written to --termination-log); 2 usage error.
     Serve(serve::Args),
     /// Resolve upgrades from an installed bundle under classic OLM, OLM v1 or semver rules.
     ///
@@ -184,6 +199,9 @@ pub enum Command {
     /// highlighted: classic OLM in red, OLM v1 in blue (both: purple). Mermaid output longer than
     /// GitHub's 50,000-character limit gets a warning on stderr (narrow it with --channel or
     /// --since, or use -f dot).
+    ///
+    /// Exit codes: 0 drawn; 1 unreadable or invalid SOURCE, unknown package, channel or --from;
+    /// 2 usage error.
     Graph(graph::Args),
     /// List the packages, channels or channel entries of a catalog.
     ///
@@ -224,10 +242,15 @@ pub enum Command {
     /// Install, for example: bash: `opreg completions bash > ~/.local/share/bash-completion/completions/opreg`;
     /// zsh: `opreg completions zsh > "${fpath[1]}/_opreg"`; fish:
     /// `opreg completions fish > ~/.config/fish/completions/opreg.fish`.
+    ///
+    /// Exit codes: 0 written; 1 the output could not be written; 2 usage error.
     Completions(completions::Args),
     /// Print opreg's man page (roff) on stdout.
     ///
     /// Install, for example: `opreg man > ~/.local/share/man/man1/opreg.1`, then `man opreg`.
+    ///
+    /// Exit codes: 0 written; 1 a page could not be written; 2 usage error (an unknown
+    /// subcommand).
     Man(completions::ManArgs),
     /// Check a gRPC server's health, as grpc_health_probe does.
     ///
@@ -292,7 +315,7 @@ fn is_go_flag(arg: &std::ffi::OsString) -> bool {
 pub fn dispatch(cli: Cli) -> i32 {
     let debug = matches!(&cli.command, Command::Serve(a) if a.debug);
     init_logging(cli.log_format, debug);
-    match cli.command {
+    let ended = match cli.command {
         Command::Ingest(a) => ingest::run(a),
         Command::Validate(a) => validate::run(a),
         Command::Render(a) => render::run(a),
@@ -307,11 +330,13 @@ pub fn dispatch(cli: Cli) -> i32 {
         Command::Diff(a) => diff::run(a),
         Command::Completions(a) => completions::run(a),
         Command::Man(a) => completions::run_man(a),
-        Command::HealthProbe(a) => health_probe::run(a),
+        // grpc_health_probe's exit codes.
+        Command::HealthProbe(a) => return health_probe::run(a),
         Command::Image(a) => image::run(a),
         Command::Generate(a) => generate::run(a),
         Command::Mirror(a) => mirror::run(a),
-    }
+    };
+    exit_code(ended)
 }
 
 pub fn init_logging(format: LogFormat, debug: bool) {
@@ -346,10 +371,66 @@ pub fn show_progress(quiet: bool) -> bool {
     !quiet && std::io::stderr().is_terminal()
 }
 
-/// Reports a failed command and gives its exit code: the one place errors become exit codes.
-/// An invalid catalog prints its warnings and every error, then a count; a usage error exits 2;
-/// everything else is one line and exit 1 (130 when interrupted by a signal).
+/// How a command ended. [`exit_code`] is the one place an ending becomes an exit code.
+#[derive(Debug)]
+pub enum Ended {
+    /// Success: 0.
+    Done,
+    /// A failure the command has reported in full already (an invalid catalog `validate` or
+    /// `serve` printed, versions `diff` found stranded): 1.
+    Reported,
+    /// A failure [`report`] prints: 1, 2 for a usage error, 130 when interrupted.
+    Failed(crate::error::Error),
+    /// `diff`: OLD or NEW could not be read or is invalid, so the comparison did not run: 3
+    /// (2 for a usage error, 130 when interrupted).
+    Unreadable(crate::error::Error),
+}
+
+impl From<crate::error::Error> for Ended {
+    fn from(e: crate::error::Error) -> Self {
+        Ended::Failed(e)
+    }
+}
+
+/// `diff`'s exit code when OLD or NEW cannot be read or is invalid: apart from 1, so that a
+/// CI gate can tell "something is stranded" from "the comparison did not run".
+pub const EXIT_UNREADABLE: i32 = 3;
+
+/// The exit code of a command that ended so, after reporting its error: the one place endings
+/// become exit codes. (`health-probe` speaks grpc_health_probe's codes:
+/// `health_probe::exit_code`.)
+pub fn exit_code(ended: Ended) -> i32 {
+    use crate::error::Error;
+    match ended {
+        Ended::Done => EXIT_OK,
+        Ended::Reported => EXIT_FAILURE,
+        Ended::Failed(e) | Ended::Unreadable(e) if matches!(e, Error::Usage(_)) => {
+            report(&e);
+            EXIT_USAGE
+        }
+        Ended::Failed(Error::Interrupted) | Ended::Unreadable(Error::Interrupted) => {
+            report(&Error::Interrupted);
+            EXIT_INTERRUPTED
+        }
+        Ended::Failed(e) => {
+            report(&e);
+            EXIT_FAILURE
+        }
+        Ended::Unreadable(e) => {
+            report(&e);
+            EXIT_UNREADABLE
+        }
+    }
+}
+
+/// Reports a failed command and gives its exit code ([`exit_code`] of [`Ended::Failed`]).
 pub fn fail(e: crate::error::Error) -> i32 {
+    exit_code(Ended::Failed(e))
+}
+
+/// Prints a failure: an invalid catalog's warnings and every error, then a count; anything
+/// else as one line.
+pub fn report(e: &crate::error::Error) {
     use crate::error::Error;
     match e {
         Error::Invalid { errors, warnings } => {
@@ -359,20 +440,10 @@ pub fn fail(e: crate::error::Error) -> i32 {
                 "{} error(s): the catalog is invalid",
                 errors.len()
             ));
-            EXIT_FAILURE
         }
-        Error::Usage(msg) => {
-            output::error(msg);
-            EXIT_USAGE
-        }
-        Error::Interrupted => {
-            output::error("interrupted; nothing was written");
-            EXIT_INTERRUPTED
-        }
-        e @ Error::Failed(_) => {
-            output::error(e.detail());
-            EXIT_FAILURE
-        }
+        Error::Usage(msg) => output::error(msg),
+        Error::Interrupted => output::error("interrupted; nothing was written"),
+        e @ Error::Failed(_) => output::error(e.detail()),
     }
 }
 

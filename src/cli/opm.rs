@@ -2,6 +2,7 @@
 //! as catalog images built for opm run it), the binary takes `opm serve <dir>` with opm's flags
 //! and refuses every other opm subcommand with a usage error.
 
+use crate::error::Error;
 use std::path::PathBuf;
 
 /// The `opm` entry point: `opm serve <dir> [--cache-dir] [--cache-only] [--cache-enforce-integrity] [-p] [-t]`.
@@ -41,13 +42,12 @@ pub fn run_opm_compat(args: &[std::ffi::OsString]) -> i32 {
             // As opm's `serve <source_path>`: exactly one argument, in cobra's words.
             let n = usize::from(args.source.is_some()) + extra.len();
             if n != 1 {
-                super::output::error(format_args!("accepts 1 arg(s), received {n}"));
-                return super::EXIT_USAGE;
+                return super::fail(Error::Usage(format!("accepts 1 arg(s), received {n}")));
             }
             // opm serves an empty catalog.
             args.allow_empty = true;
             super::init_logging(super::LogFormat::Text, args.debug);
-            super::serve::run(*args)
+            super::exit_code(super::serve::run(*args))
         }
         Ok(Opm {
             cmd: OpmCmd::Other(rest),
@@ -56,8 +56,7 @@ pub fn run_opm_compat(args: &[std::ffi::OsString]) -> i32 {
                 .first()
                 .map(|s| s.to_string_lossy().to_string())
                 .unwrap_or_default();
-            super::output::error(format_args!("`opm {name}` is not available: this image runs opreg, which implements only `opm serve`"));
-            super::EXIT_USAGE
+            super::fail(Error::Usage(format!("`opm {name}` is not available: this image runs opreg, which implements only `opm serve`")))
         }
         Err(e) => {
             let _ = e.print();

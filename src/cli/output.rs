@@ -56,15 +56,11 @@ fn err_line(line: &str) {
     let _ = writeln!(e, "{line}");
 }
 
-/// Writes what `f` writes to stdout ([`write_out`]) and gives the exit code: 0, or 1 after
-/// `error: writing output: …`.
-pub fn write_or_fail(f: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> i32 {
+/// Writes what `f` writes to stdout ([`write_out`]); a failure is `writing output: …`.
+pub fn write_or_fail(f: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> super::Ended {
     match write_out(f) {
-        Ok(()) => super::EXIT_OK,
-        Err(e) => {
-            error(format_args!("writing output: {e}"));
-            super::EXIT_FAILURE
-        }
+        Ok(()) => super::Ended::Done,
+        Err(e) => crate::error::Error::failed(format_args!("writing output: {e}")).into(),
     }
 }
 

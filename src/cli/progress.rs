@@ -3,7 +3,9 @@
 //! when stderr is not a terminal.
 
 use crate::image::copy::{Progress, Sent};
+use crate::progress::{Reporter, Unit};
 use std::io::IsTerminal;
+use std::sync::Mutex;
 
 /// A bar of the bytes done (cleared when dropped), log lines, or nothing.
 pub enum Bar {
@@ -63,5 +65,64 @@ impl Drop for Bar {
         if let Bar::Drawn(pb) = self {
             pb.finish_and_clear();
         }
+    }
+}
+
+/// The library's progress reports ([`crate::progress::Progress`]) on stderr when it is a
+/// terminal: a spinner for a step, a bar for a task. Nothing with `-q` or `--log-format json`.
+pub fn reporter(quiet: bool) -> Reporter {
+    if super::show_progress(quiet) && !super::output::json() {
+        Reporter::new(std::sync::Arc::new(Steps::default()))
+    } else {
+        Reporter::none()
+    }
+}
+
+/// The one spinner or bar drawn at a time.
+#[derive(Default)]
+struct Steps(Mutex<Option<indicatif::ProgressBar>>);
+
+impl Steps {
+    fn replace(&self, new: Option<indicatif::ProgressBar>) {
+        let mut shown = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(old) = std::mem::replace(&mut *shown, new) {
+            old.finish_and_clear();
+        }
+    }
+}
+
+impl crate::progress::Progress for Steps {
+    fn step(&self, what: &str) {
+        let pb = indicatif::ProgressBar::new_spinner();
+        pb.set_message(what.to_string());
+        pb.enable_steady_tick(std::time::Duration::from_millis(120));
+        self.replace(Some(pb));
+    }
+
+    fn task(&self, label: &str, total: u64, unit: Unit) {
+        let template = match unit {
+            Unit::Bytes => {
+                format!("{label} {{bar:30}} {{bytes}}/{{total_bytes}} {{bytes_per_sec}}")
+            }
+            Unit::Items(items) => {
+                format!("{label} {{bar:30}} {{pos}}/{{len}} {items} [{{elapsed}}]")
+            }
+        };
+        let pb = indicatif::ProgressBar::new(total);
+        if let Ok(style) = indicatif::ProgressStyle::with_template(&template) {
+            pb.set_style(style);
+        }
+        self.replace(Some(pb));
+    }
+
+    fn position(&self, done: u64) {
+        let shown = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(pb) = &*shown {
+            pb.set_position(done);
+        }
+    }
+
+    fn done(&self) {
+        self.replace(None);
     }
 }

@@ -1,7 +1,9 @@
 //! `opreg render`: write SOURCEs as FBC to stdout. Like `opm render`, it does not refuse an
 //! invalid catalog: authors render a broken tree to fix it in FBC. Every problem validation
-//! finds is printed as a warning; only a file that cannot be read or parsed stops it.
+//! finds is printed as a warning; only a file that cannot be read or parsed stops it. The work
+//! is [`crate::authoring::render`]'s.
 
+use crate::authoring::render::{render, RenderOptions};
 use crate::catalog::fbc::{self, RenderFormat};
 use crate::image::opm::MigrateLevel;
 use std::path::PathBuf;
@@ -25,70 +27,29 @@ pub struct Args {
     #[arg(long, value_name = "TEMPLATE")]
     pub alpha_image_ref_template: Option<crate::image::opm::ImageRefTemplate>,
     #[command(flatten)]
-    pub image: crate::image::ImageArgs,
+    pub image: super::ImageArgs,
 }
 
-pub fn run(a: Args) -> i32 {
-    let resolved = match crate::load::resolve(&a.sources, &a.image, super::show_progress(false)) {
+pub fn run(a: Args) -> super::Ended {
+    let opts = RenderOptions {
+        sources: a.sources,
+        migrate_level: if a.migrate {
+            MigrateLevel::BundleObjectToCsvMetadata
+        } else {
+            a.migrate_level
+        },
+        image_ref_template: a.alpha_image_ref_template,
+        image: a.image.options(),
+        progress: super::progress::reporter(false),
+    };
+    let rendered = match render(&opts, &mut report_problems) {
         Ok(r) => r,
-        Err(e) => return super::fail(e),
+        Err(e) => return e.into(),
     };
-    let migrate_level = if a.migrate {
-        MigrateLevel::BundleObjectToCsvMetadata
-    } else {
-        a.migrate_level
-    };
-    // As opm does, each bundle image and bundle directory is rendered on its own, as one
-    // olm.bundle; runs of other SOURCEs are read together as one catalog. Everything is then
-    // written together, in opm's order.
-    let lone = |i: usize| {
-        resolved.images[i]
-            .as_ref()
-            .is_some_and(|img| matches!(img.kind, crate::image::kind::ImageKind::Bundle { .. }))
-            || crate::catalog::manifests::is_bundle_dir(&resolved.paths[i])
-    };
-    let (mut catalogs, mut bundles) = (Vec::new(), Vec::new());
-    let mut i = 0;
-    while i < resolved.paths.len() {
-        let bundle_image = lone(i);
-        let mut j = i + 1;
-        while !bundle_image && j < resolved.paths.len() && !lone(j) {
-            j += 1;
-        }
-        let cat = match crate::load::as_read(&resolved, i..j) {
-            Ok(read) => {
-                report_problems(&read.problems);
-                read.catalog
-            }
-            Err(e) => return super::fail(e),
-        };
-        // Rendering writes what was read; the migration changes only how bundles are written.
-        let mut cat = cat;
-        if bundle_image {
-            for p in cat.packages.values_mut() {
-                for mut b in std::mem::take(&mut p.bundles).into_values() {
-                    if let (Some(t), true) = (&a.alpha_image_ref_template, b.image.is_empty()) {
-                        t.apply(&mut b);
-                    }
-                    bundles.push(b);
-                }
-            }
-        }
-        crate::image::opm::migrate(&mut cat, migrate_level);
-        if !bundle_image {
-            catalogs.push(cat);
-        }
-        i = j;
-    }
-    if migrate_level != MigrateLevel::None {
-        bundles
-            .iter_mut()
-            .for_each(crate::image::opm::bundle_object_to_csv_metadata);
-    }
     super::output::write_or_fail(|out| {
         fbc::render_all(
-            &catalogs.iter().collect::<Vec<_>>(),
-            &bundles.iter().collect::<Vec<_>>(),
+            &rendered.catalogs.iter().collect::<Vec<_>>(),
+            &rendered.bundles.iter().collect::<Vec<_>>(),
             a.output_format,
             out,
         )

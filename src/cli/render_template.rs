@@ -38,7 +38,7 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = MigrateLevel::None)]
     pub migrate_level: MigrateLevel,
     #[command(flatten)]
-    pub image: crate::image::ImageArgs,
+    pub image: super::ImageArgs,
 }
 
 /// What `-o` writes.
@@ -72,21 +72,21 @@ fn kind_and_file(
     }
 }
 
-pub fn run(a: Args) -> i32 {
+pub fn run(a: Args) -> super::Ended {
     let (kind, file) = match kind_and_file(a.first, a.file) {
         Ok(kf) => kf,
-        Err(e) => return super::fail(crate::error::Error::Usage(e)),
+        Err(e) => return super::Ended::Failed(crate::error::Error::Usage(e)),
     };
     let opts = crate::authoring::TemplateOptions {
         kind,
         file,
         bundles_dir: a.bundles_dir,
         migrate_level: a.migrate_level,
-        image: a.image,
+        image: a.image.options(),
     };
     let cat = match crate::authoring::render_template(&opts) {
         Ok(c) => c,
-        Err(e) => return super::fail(e),
+        Err(e) => return super::Ended::Failed(e),
     };
     let format = match a.output_format {
         Output::Json => RenderFormat::Json,
@@ -97,11 +97,11 @@ pub fn run(a: Args) -> i32 {
 }
 
 /// The channels as opm's Mermaid graph; its warnings first, as opm writes them.
-fn mermaid(drawn: Result<crate::draw::Drawing, String>) -> i32 {
+fn mermaid(drawn: Result<crate::draw::Drawing, String>) -> super::Ended {
     let drawing = match drawn {
         Ok(d) => d,
         Err(e) => {
-            return super::fail(crate::error::Error::failed(format!(
+            return super::Ended::Failed(crate::error::Error::failed(format!(
                 "drawing the channels: {e}"
             )))
         }

@@ -107,7 +107,7 @@ pub struct Args {
     #[arg(long)]
     pub no_graphql: bool,
     #[command(flatten)]
-    pub image: crate::image::ImageArgs,
+    pub image: super::ImageArgs,
 }
 
 fn parse_catalog_name(s: &str) -> Result<String, String> {
@@ -169,12 +169,12 @@ impl Args {
                 request_timeout: self.request_timeout,
                 max_connections: self.max_connections as usize,
             },
-            image: self.image,
+            image: self.image.options(),
         }
     }
 }
 
-pub fn run(a: Args) -> i32 {
+pub fn run(a: Args) -> super::Ended {
     if let Some(addr) = &a.pprof_addr {
         tracing::warn!(pprof_addr = %addr, "--pprof-addr is ignored: opreg has no profiling endpoint");
     }
@@ -183,7 +183,7 @@ pub fn run(a: Args) -> i32 {
     }
     let termination_log = a.termination_log.clone();
     match crate::serve::run(a.options()) {
-        Ok(()) => super::EXIT_OK,
+        Ok(()) => super::Ended::Done,
         Err(e) => {
             write_termination_log(&termination_log, &e);
             match e {
@@ -198,9 +198,9 @@ pub fn run(a: Args) -> i32 {
                             errors.len()
                         ));
                     }
-                    super::EXIT_FAILURE
+                    super::Ended::Reported
                 }
-                other => super::fail(other),
+                other => super::Ended::Failed(other),
             }
         }
     }

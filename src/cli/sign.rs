@@ -67,8 +67,8 @@ pub struct RegistryFlags {
 }
 
 impl RegistryFlags {
-    fn args(&self) -> crate::image::ImageArgs {
-        crate::image::ImageArgs {
+    fn args(&self) -> crate::image::ImageOptions {
+        crate::image::ImageOptions {
             use_http: self.use_http,
             skip_tls_verify: self.skip_tls_verify,
             registry_timeout: self.registry_timeout,
@@ -113,7 +113,7 @@ pub fn signing_key(key: &Path, passphrase_file: Option<&Path>) -> Result<keys::S
     keys::read_private_key_file(key, &pass).map_err(Error::failed)
 }
 
-pub fn run_generate(a: GenerateArgs) -> i32 {
+pub fn run_generate(a: GenerateArgs) -> super::Ended {
     let done = passphrase(a.passphrase_file.as_deref(), true)
         .and_then(|p| keys::generate_key_pair(&a.output_key_prefix, &p).map_err(Error::failed));
     match done {
@@ -123,13 +123,13 @@ pub fn run_generate(a: GenerateArgs) -> i32 {
                 private.display(),
                 public.display()
             ));
-            super::EXIT_OK
+            super::Ended::Done
         }
-        Err(e) => super::fail(e),
+        Err(e) => e.into(),
     }
 }
 
-pub fn run_sign(a: SignArgs) -> i32 {
+pub fn run_sign(a: SignArgs) -> super::Ended {
     let done = (|| {
         let r = signature::registry_reference(&a.reference).map_err(Error::Usage)?;
         let key = signing_key(&a.key, a.passphrase_file.as_deref())?;
@@ -145,9 +145,9 @@ pub fn run_sign(a: SignArgs) -> i32 {
     match done {
         Ok(s) => {
             signed(&a.reference, &s);
-            super::EXIT_OK
+            super::Ended::Done
         }
-        Err(e) => super::fail(e),
+        Err(e) => e.into(),
     }
 }
 
@@ -166,7 +166,7 @@ pub fn signed(reference: &str, s: &signature::Signed) {
     ));
 }
 
-pub fn run_verify(a: VerifyArgs) -> i32 {
+pub fn run_verify(a: VerifyArgs) -> super::Ended {
     let done = (|| {
         let r = signature::registry_reference(&a.reference).map_err(Error::Usage)?;
         let key = keys::read_public_key_file(&a.key).map_err(Error::failed)?;
@@ -183,8 +183,8 @@ pub fn run_verify(a: VerifyArgs) -> i32 {
                 a.key.display(),
                 v.signatures
             ));
-            super::EXIT_OK
+            super::Ended::Done
         }
-        Err(e) => super::fail(e),
+        Err(e) => e.into(),
     }
 }

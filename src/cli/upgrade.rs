@@ -1,11 +1,11 @@
 //! `opreg upgrade`: where an installed version upgrades to, and why.
 //!
-//! Reads the catalog (a built opreg database is queried through the store; any other SOURCE,
-//! or `--demo`, is loaded and validated into the model), runs
-//! [`crate::graph::resolve::resolve`] and prints the answer as text or JSON.
+//! Turns the flags into a request for [`crate::query::upgrade`] (which asks a built database
+//! through the store and loads anything else) and prints the answer as text or JSON.
 
 use crate::error::Error;
-use crate::graph::resolve::{self, Resolution, Step, UpgradeGraph};
+use crate::graph::resolve::{self, Resolution, Step};
+use crate::query::Catalogs;
 use clap::builder::PossibleValuesParser;
 use std::path::PathBuf;
 
@@ -52,10 +52,10 @@ pub struct Args {
     #[arg(long, value_name = "4.Y")]
     pub openshift_version: Option<String>,
     #[command(flatten)]
-    pub image: crate::image::ImageArgs,
+    pub image: super::ImageArgs,
 }
 
-pub fn run(a: Args) -> i32 {
+pub fn run(a: Args) -> super::Ended {
     match answer(&a) {
         Ok((res, note)) => {
             if let Some(n) = note {
@@ -69,18 +69,18 @@ pub fn run(a: Args) -> i32 {
                 super::output::out(&text(&res))
             };
             match printed {
-                Ok(()) => super::EXIT_OK,
-                Err(e) => super::fail(Error::failed(format_args!("writing output: {e}"))),
+                Ok(()) => super::Ended::Done,
+                Err(e) => super::Ended::Failed(Error::failed(format_args!("writing output: {e}"))),
             }
         }
-        Err(e) => super::fail(e),
+        Err(e) => super::Ended::Failed(e),
     }
 }
 
 /// The resolution and, under classic rules, a note on the channel it ran in.
 fn answer(a: &Args) -> crate::error::Result<(Resolution, Option<String>)> {
     let parsed = a.policy.parse().and_then(|p| Ok((p, a.semantics.parse()?)));
-    let (policy, semantics) = parsed.map_err(resolve_error)?;
+    let (policy, semantics) = parsed.map_err(crate::query::resolve_error)?;
     let req = resolve::Request {
         package: a.package.clone(),
         from: a.from.clone(),
@@ -90,34 +90,12 @@ fn answer(a: &Args) -> crate::error::Result<(Resolution, Option<String>)> {
         semantics,
         openshift_version: a.openshift_version.clone().filter(|v| !v.trim().is_empty()),
     };
-    let ask = |g: &dyn UpgradeGraph| {
-        let res = resolve::resolve(g, &req)?;
-        let note = resolve::channel_note(g, &req, &res)?;
-        Ok((res, note))
+    let catalogs = if a.demo {
+        Catalogs::Demo
+    } else {
+        Catalogs::Sources(a.sources.clone())
     };
-    if a.demo {
-        let cat = crate::demo::catalog().map_err(|d| Error::invalid(d.0))?;
-        return ask(&*cat).map_err(resolve_error);
-    }
-    // A built database is asked through narrow queries, as `opreg list` does: SQLite refuses
-    // a damaged page when it reads one; a check of every page first (a server's start-up
-    // check) took three quarters of the time on the community catalog.
-    if let [one] = a.sources.as_slice() {
-        return match crate::load::open(one, &a.image, false)? {
-            crate::load::Opened::Store(store) => ask(&store),
-            crate::load::Opened::Catalog(loaded) => ask(&*loaded.catalog),
-        }
-        .map_err(resolve_error);
-    }
-    let loaded = crate::load::sources(&a.sources, &a.image, false)?;
-    ask(&*loaded.catalog).map_err(resolve_error)
-}
-
-fn resolve_error(e: resolve::ResolveError) -> Error {
-    match e {
-        resolve::ResolveError::Usage(msg) => Error::Usage(msg),
-        other => Error::failed(other),
-    }
+    crate::query::upgrade(&catalogs, &req, &a.image.options())
 }
 
 fn hop(s: &Step) -> String {

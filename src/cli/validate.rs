@@ -28,7 +28,7 @@ pub struct Args {
     #[arg(long)]
     pub allow_empty: bool,
     #[command(flatten)]
-    pub image: crate::image::ImageArgs,
+    pub image: super::ImageArgs,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -82,38 +82,28 @@ impl<'a> From<&'a Diagnostic> for Record<'a> {
     }
 }
 
-pub fn run(a: Args) -> i32 {
+pub fn run(a: Args) -> super::Ended {
     let text = a.output == Format::Text;
-    let progress = super::show_progress(a.quiet);
-    let stdin = crate::load::with_stdin(&a.sources);
-    let resolved = stdin
-        .as_ref()
-        .map_err(|e| crate::error::Error::failed(e.detail()))
-        .and_then(|(sources, _)| crate::load::resolve(sources, &a.image, progress));
-    let resolved = match resolved {
-        Ok(r) => r,
-        Err(e) => return super::fail(e),
-    };
+    let progress = super::progress::reporter(a.quiet);
     // Downloads draw their bars whatever the format; the checking spinner only beside text.
-    let opts = crate::load::LoadOptions {
-        progress: text && progress,
+    let opts = crate::query::ValidateOptions {
+        sources: a.sources.clone(),
+        upgrades: a.upgrades,
+        warnings_as_errors: a.warnings_as_errors,
         allow_empty: a.allow_empty,
-        ..Default::default()
+        image: a.image.options(),
+        checking: if text {
+            progress.clone()
+        } else {
+            Default::default()
+        },
+        progress,
     };
-    let mut c = crate::load::check(&resolved, &opts, &mut |b, _| b);
-    if let Ok((_, Some(stdin))) = &stdin {
-        stdin.name(&mut c.errors);
-        stdin.name(&mut c.warnings);
-    }
-    if let (Ok(cat), true) = (&c.result, a.upgrades) {
-        c.warnings.extend(crate::validate::upgrade_lint::lint(cat));
-    }
-    let valid = c.result.is_ok() && (c.warnings.is_empty() || !a.warnings_as_errors);
-    let counts = c
-        .result
-        .as_ref()
-        .ok()
-        .map(|cat| (cat.packages.len(), cat.bundle_count(), cat.entry_count()));
+    let c = match crate::query::validate(&opts) {
+        Ok(c) => c,
+        Err(e) => return super::Ended::Failed(e),
+    };
+    let (valid, counts) = (c.valid, c.counts);
     if text {
         if !a.quiet || a.warnings_as_errors {
             c.warnings.iter().for_each(super::output::diagnostic);
@@ -158,13 +148,13 @@ pub fn run(a: Args) -> i32 {
         };
         let written = doc.and_then(|d| super::output::out(&d).map_err(|e| e.to_string()));
         if let Err(e) = written {
-            super::output::error(format_args!("writing the report: {e}"));
-            return super::EXIT_FAILURE;
+            return crate::error::Error::failed(format_args!("writing the report: {e}")).into();
         }
     }
     if valid {
-        super::EXIT_OK
+        super::Ended::Done
     } else {
-        super::EXIT_FAILURE
+        // The diagnostics, or the report, say why.
+        super::Ended::Reported
     }
 }

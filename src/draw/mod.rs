@@ -27,10 +27,9 @@ mod write;
 use crate::graph::resolve::{self, Resolution, UpgradeGraph};
 use crate::graph::{self, EdgeKind, Head, Versions};
 use crate::model::{Catalog, Package};
-use clap::ValueEnum;
 use std::collections::BTreeMap;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
     Mermaid,
     Dot,

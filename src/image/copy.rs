@@ -21,14 +21,14 @@ use std::collections::HashMap;
 use std::io::Read;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Duration;
 
 /// How to copy.
 #[derive(Clone, Debug)]
 pub struct CopyOptions {
-    /// How to reach the destination, and the source unless `source_connection` says otherwise.
+    /// How to reach the destination's registry (and the source's, unless `source_connection`).
     pub connection: Connection,
-    /// How to reach the source, when it differs from the destination (`--src-cert-dir`, ...).
+    /// How to reach the source's registry, when it differs from the destination's
+    /// (`--src-cert-dir` beside `--dest-cert-dir`); `None`: `connection` for both.
     pub source_connection: Option<Connection>,
     /// A repository of the destination's registry that may hold some of the blobs (a base
     /// image's): they are mounted from it. Without one, a source repository on the same
@@ -36,10 +36,6 @@ pub struct CopyOptions {
     pub mount_from: Option<String>,
     /// Blobs larger than this go up in chunks of this size.
     pub chunk_size: u64,
-    /// Attempts per upload request on 429, 5xx or a dropped connection.
-    pub attempts: u32,
-    /// The first backoff; each retry doubles it, up to 10 s.
-    pub backoff: Duration,
     /// Largest manifest accepted, in bytes.
     pub max_manifest_size: u64,
     /// Blobs copied at the same time (at least 1).
@@ -49,23 +45,23 @@ pub struct CopyOptions {
 }
 
 impl CopyOptions {
-    /// The source's connection.
-    pub fn source(&self) -> &Connection {
-        self.source_connection.as_ref().unwrap_or(&self.connection)
-    }
-
     pub fn new(connection: Connection) -> CopyOptions {
         CopyOptions {
             connection,
             source_connection: None,
             mount_from: None,
             chunk_size: 16 << 20,
-            attempts: 4,
-            backoff: Duration::from_millis(250),
             max_manifest_size: 4 << 20,
             jobs: 4,
             in_flight: Arc::default(),
         }
+    }
+}
+
+impl CopyOptions {
+    /// The source side's connection.
+    pub fn source_side(&self) -> &Connection {
+        self.source_connection.as_ref().unwrap_or(&self.connection)
     }
 }
 
@@ -264,7 +260,7 @@ fn copy_inner(
     opts: &CopyOptions,
     progress: &dyn Progress,
 ) -> Result<Copied> {
-    let mut src = open_source(from, opts.source())?;
+    let mut src = open_source(from, opts.source_side())?;
     let plan = read_plan(&mut *src, reference, opts.max_manifest_size)?;
     progress.start(plan.blobs.len(), plan.blobs.iter().map(|b| b.1).sum());
     let mut out = Copied {
@@ -318,8 +314,10 @@ fn copy_inner(
 fn sending(opts: &CopyOptions) -> Sending {
     Sending {
         chunk_size: opts.chunk_size.max(1),
-        attempts: opts.attempts.max(1),
-        backoff: opts.backoff,
+        retries: super::retry::Retries {
+            attempts: opts.connection.retries.attempts.max(1),
+            ..opts.connection.retries
+        },
     }
 }
 
@@ -470,7 +468,7 @@ enum Dest {
 
 impl<'a> Worker<'a> {
     fn new(from: &ImageSource, to: &ImageSource, opts: &'a CopyOptions) -> Result<Worker<'a>> {
-        let src = open_source(from, opts.source())?;
+        let src = open_source(from, opts.source_side())?;
         let (dest, mount_from) = match to {
             ImageSource::Registry(r) => {
                 let reg = Box::new(Registry::new(r, &opts.connection)?.for_push());

@@ -54,67 +54,57 @@ use reference::ImageSource;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-// Options for SOURCEs that are image references, flattened into each subcommand. (A plain
-// comment: a doc comment here would become the about text of every subcommand it is in.)
-#[derive(clap::Args, Debug, Clone)]
-#[command(next_help_heading = "Image sources")]
-pub struct ImageArgs {
-    /// Talk plain HTTP to registries (opm's --use-http).
-    #[arg(long)]
+/// How image SOURCEs are read: the registry connection, the platform, the blob cache and the
+/// size limits. The command line fills it from its image flags (`cli::ImageOptions`).
+#[derive(Debug, Clone)]
+pub struct ImageOptions {
+    /// Talk plain HTTP to registries.
     pub use_http: bool,
-    /// Do not verify registries' TLS certificates (opm's --skip-tls-verify).
-    #[arg(long)]
+    /// Do not verify registries' TLS certificates.
     pub skip_tls_verify: bool,
-    /// Deprecated in opm, kept for its scripts: plain HTTP, the same as --use-http.
-    #[arg(long, hide = true, conflicts_with_all = ["use_http", "skip_tls_verify"])]
-    pub skip_tls: bool,
-    /// Platform to pick from multi-arch images [default: linux/<host architecture>].
-    #[arg(long, value_name = "OS/ARCH[/VARIANT]")]
+    /// Platform to pick from multi-arch images (`None`: linux/<host architecture>).
     pub platform: Option<String>,
-    /// Content-addressed blob cache [default: $XDG_CACHE_HOME/opreg/images, else
-    /// ~/.cache/opreg/images].
-    #[arg(long, value_name = "DIR", conflicts_with = "no_image_cache")]
+    /// Content-addressed blob cache (`None`: the default directory, [`cache::default_dir`]).
     pub image_cache: Option<PathBuf>,
     /// Keep no downloaded blobs.
-    #[arg(long)]
     pub no_image_cache: bool,
-    /// A directory of the registry's CA certificates (`*.crt`) and client certificate
-    /// (`NAME.cert` with `NAME.key`), in place of containers' certs.d directory for it.
-    #[arg(long, value_name = "DIR")]
+    /// A directory of the registry's CA certificates and client certificate, in place of
+    /// containers' certs.d directory for it.
     pub cert_dir: Option<PathBuf>,
-    /// Longest wait, in seconds, on a registry that sends nothing (connecting, the first byte
-    /// of an answer, or a body that stalls); a blob that keeps arriving is never cut.
-    #[arg(long, value_name = "SECONDS", default_value_t = 30)]
+    /// Longest wait, in seconds, on a registry that sends nothing.
     pub registry_timeout: u64,
     /// Largest manifest or image config accepted, in bytes.
-    #[arg(long, value_name = "BYTES", default_value_t = 4 << 20)]
     pub max_manifest_size: u64,
     /// Largest layer accepted, and most bytes extracted from an image, in bytes.
-    #[arg(long, value_name = "BYTES", default_value_t = 8 << 30)]
     pub max_layer_size: u64,
     /// A containers-policy.json every image pulled must satisfy (sigstoreSigned keys,
     /// reject, insecureAcceptAnything); without it, and without the variable, any image is used.
-    #[arg(long, value_name = "FILE", env = "OPREG_SIGNATURE_POLICY")]
     pub signature_policy: Option<PathBuf>,
 }
 
-impl Default for ImageArgs {
+impl Default for ImageOptions {
     fn default() -> Self {
-        ImageArgs {
+        ImageOptions {
             use_http: false,
             skip_tls_verify: false,
-            skip_tls: false,
             platform: None,
             image_cache: None,
             no_image_cache: false,
             cert_dir: None,
-            registry_timeout: 30,
-            max_manifest_size: 4 << 20,
-            max_layer_size: 8 << 30,
+            registry_timeout: DEFAULT_REGISTRY_TIMEOUT,
+            max_manifest_size: DEFAULT_MAX_MANIFEST_SIZE,
+            max_layer_size: DEFAULT_MAX_LAYER_SIZE,
             signature_policy: None,
         }
     }
 }
+
+/// `--registry-timeout`'s default, in seconds.
+pub const DEFAULT_REGISTRY_TIMEOUT: u64 = 30;
+/// `--max-manifest-size`'s default, in bytes.
+pub const DEFAULT_MAX_MANIFEST_SIZE: u64 = 4 << 20;
+/// `--max-layer-size`'s default, in bytes.
+pub const DEFAULT_MAX_LAYER_SIZE: u64 = 8 << 30;
 
 /// One image SOURCE, pulled.
 #[derive(Debug, Clone)]
@@ -257,9 +247,13 @@ fn not_found(src: &Path) -> anyhow::Error {
     )
 }
 
-/// Turns SOURCEs into local paths, pulling the ones that are image references. `progress`
-/// draws download bars (only on a terminal).
-pub fn resolve(sources: &[PathBuf], args: &ImageArgs, progress: bool) -> Result<Resolved> {
+/// Turns SOURCEs into local paths, pulling the ones that are image references, reporting each
+/// layer's download to `progress`.
+pub fn resolve(
+    sources: &[PathBuf],
+    args: &ImageOptions,
+    progress: &crate::progress::Reporter,
+) -> Result<Resolved> {
     let mut out = Resolved::default();
     let mut opts: Option<pull::PullOptions> = None;
     let mut policy = None;
@@ -327,7 +321,7 @@ pub fn resolve(sources: &[PathBuf], args: &ImageArgs, progress: bool) -> Result<
 /// The digest an image SOURCE's tag resolves to now (an index's digest for a multi-arch
 /// image: the same digest a pull of it records), from its manifest alone: no blob is read.
 /// `None` for a SOURCE that is not an image reference.
-pub fn current_digest(source: &Path, args: &ImageArgs) -> Result<Option<String>> {
+pub fn current_digest(source: &Path, args: &ImageOptions) -> Result<Option<String>> {
     if is_local(source) {
         return Ok(None);
     }
@@ -357,7 +351,7 @@ pub fn current_digest(source: &Path, args: &ImageArgs) -> Result<Option<String>>
 /// The verdict of `--signature-policy` on the image SOURCE whose top manifest is `digest`
 /// now: `Ok` without a policy, or for a SOURCE that is not an image. The error is one line
 /// naming the image and the reason.
-pub fn check_signature_policy(source: &Path, args: &ImageArgs, digest: &str) -> Result<()> {
+pub fn check_signature_policy(source: &Path, args: &ImageOptions, digest: &str) -> Result<()> {
     let text = source.to_string_lossy();
     if is_local(source) || args.signature_policy.is_none() {
         return Ok(());
@@ -387,12 +381,12 @@ pub fn one_line(e: &anyhow::Error) -> String {
     format!("{e:#}").replace('\n', "; ")
 }
 
-impl ImageArgs {
+impl ImageOptions {
     /// How to reach a registry: `--use-http`, `--skip-tls-verify`, `--cert-dir`, the timeout
     /// and the retries.
     pub fn connection(&self) -> registry::Connection {
         registry::Connection {
-            use_http: self.use_http || self.skip_tls,
+            use_http: self.use_http,
             skip_tls_verify: self.skip_tls_verify,
             timeout: Duration::from_secs(self.registry_timeout.max(1)),
             cert_dir: self.cert_dir.clone(),
@@ -401,7 +395,10 @@ impl ImageArgs {
     }
 }
 
-fn pull_options(args: &ImageArgs, progress: bool) -> Result<pull::PullOptions> {
+fn pull_options(
+    args: &ImageOptions,
+    progress: &crate::progress::Reporter,
+) -> Result<pull::PullOptions> {
     let platform = match &args.platform {
         Some(p) => manifest::parse_platform(p).map_err(|e| anyhow::anyhow!(e))?,
         None => manifest::host_platform(),
@@ -419,14 +416,14 @@ fn pull_options(args: &ImageArgs, progress: bool) -> Result<pull::PullOptions> {
         cache,
         max_manifest: args.max_manifest_size,
         max_layer: args.max_layer_size,
-        progress,
+        progress: progress.clone(),
         check: None,
     })
 }
 
 fn pull_one(
     image: &ImageSource,
-    args: &ImageArgs,
+    args: &ImageOptions,
     opts: &pull::PullOptions,
     staging: &Path,
 ) -> Result<pull::Pulled> {

@@ -12,7 +12,7 @@ use base64::Engine;
 use serde_json::{Map, Value};
 
 /// The migrations `opm render --migrate-level` knows, in order.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum MigrateLevel {
     /// No migration (opm's default).
     #[default]

@@ -10,6 +10,7 @@ use super::layers::{self, Extractor, LayerError};
 use super::manifest::{self, Descriptor, Manifest, Platform};
 use super::registry::{read_limited, BlobSource};
 use super::unpacked::Unpacked;
+use crate::progress::Unit;
 use anyhow::{anyhow, bail, Result};
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -21,7 +22,7 @@ pub struct PullOptions {
     pub cache: Option<BlobCache>,
     pub max_manifest: u64,
     pub max_layer: u64,
-    pub progress: bool,
+    pub progress: crate::progress::Reporter,
     /// The signature policy to satisfy before anything but the top manifest is read.
     pub check: Option<super::signature::Check>,
 }
@@ -267,9 +268,8 @@ fn unpack(
 ) -> Result<()> {
     std::fs::create_dir_all(root)?;
     let mut x = Extractor::new(root, &kind.paths(), opts.max_layer)?;
-    let bars = opts.progress.then(indicatif::MultiProgress::new);
     for (i, layer) in layers.iter().enumerate() {
-        apply_layer(src, layer, i, opts, &mut x, bars.as_ref(), downloaded)?;
+        apply_layer(src, layer, i, opts, &mut x, downloaded)?;
     }
     Ok(())
 }
@@ -280,7 +280,6 @@ fn apply_layer(
     index: usize,
     opts: &PullOptions,
     x: &mut Extractor,
-    bars: Option<&indicatif::MultiProgress>,
     downloaded: &mut usize,
 ) -> Result<()> {
     let size = layer.size;
@@ -290,26 +289,16 @@ fn apply_layer(
             None => {
                 *downloaded += 1;
                 let r = src.blob(&layer.digest)?;
-                let r: Box<dyn Read + Send> = match bars {
-                    Some(mp) => {
-                        let pb = mp.add(indicatif::ProgressBar::new(size));
-                        pb.set_style(
-                            indicatif::ProgressStyle::with_template(
-                                "{prefix} {bar:30} {bytes}/{total_bytes} {bytes_per_sec}",
-                            )
-                            .expect("static template"),
-                        );
-                        pb.set_prefix(format!("layer {} {}", index + 1, short(&layer.digest)));
-                        Box::new(pb.wrap_read(r))
-                    }
-                    None => r,
-                };
+                let label = format!("layer {} {}", index + 1, short(&layer.digest));
+                opts.progress.task(&label, size, Unit::Bytes);
+                let r: Box<dyn Read + Send> = Box::new(opts.progress.reading(r));
                 (r, opts.cache.as_ref(), false)
             }
         };
     let mut v = Verify::new(reader, &layer.digest, size, tee)?;
     let applied = x.apply(&mut v);
     let verified = v.finish();
+    opts.progress.done();
     if let Err(e) = verified {
         if from_cache {
             if let Some(c) = &opts.cache {

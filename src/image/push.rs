@@ -4,8 +4,7 @@
 //! Each blob is asked for first (HEAD) and sent only when missing: mounted from another
 //! repository of the same registry when the caller names one (the base image's), else
 //! uploaded, streamed, in one request or, when large, in chunks. A request answered 429 or
-//! 5xx, or cut off, is tried again after a backoff (the registry's `Retry-After` when it sends
-//! one). Manifests go last, an index's platform manifests before the index, so a tag never
+//! 5xx, or cut off, is tried again as every registry request is ([`super::retry::Retries`]). Manifests go last, an index's platform manifests before the index, so a tag never
 //! points at content the registry lacks: a push that fails half-way leaves unreferenced blobs
 //! at most.
 
@@ -14,7 +13,6 @@ use super::layout::Image;
 use super::reference::{ImageSource, Reference};
 use super::registry::Connection;
 use anyhow::anyhow;
-use std::time::Duration;
 
 pub use super::copy::Copied as Pushed;
 
@@ -27,10 +25,6 @@ pub struct PushOptions {
     pub mount_from: Option<String>,
     /// Blobs larger than this go in chunks of this size.
     pub chunk_size: u64,
-    /// Attempts per request on 429, 5xx or a dropped connection.
-    pub attempts: u32,
-    /// The first backoff; each retry doubles it, up to 10 s.
-    pub backoff: Duration,
     /// Blobs sent at the same time. One by default, so that a refusal stops the push after
     /// one request, as `image push` always did.
     pub jobs: usize,
@@ -42,8 +36,6 @@ impl PushOptions {
             connection,
             mount_from: None,
             chunk_size: 16 << 20,
-            attempts: 4,
-            backoff: Duration::from_millis(250),
             jobs: 1,
         }
     }
@@ -60,8 +52,6 @@ pub fn push(
     let mut copy = CopyOptions::new(opts.connection.clone());
     copy.mount_from = opts.mount_from.clone();
     copy.chunk_size = opts.chunk_size;
-    copy.attempts = opts.attempts;
-    copy.backoff = opts.backoff;
     copy.jobs = opts.jobs;
     // The image was read whole already: its top manifest is named by digest.
     let from = ImageSource::Layout {

@@ -17,15 +17,32 @@ use std::io::Read;
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// Connection settings.
+/// How to reach one side's registries: each [`Registry`] made with it reads its trust from
+/// this value alone, so a copy's two sides (`--src-cert-dir`, `--dest-cert-dir`) each get
+/// their own [`Connection`].
 #[derive(Clone, Debug)]
 pub struct Connection {
     pub use_http: bool,
     pub skip_tls_verify: bool,
     pub timeout: Duration,
-    /// `--cert-dir`: the registry's CAs and client certificate, in place of certs.d's.
+    /// The registry's CAs (`*.crt`) and client certificate (`NAME.cert`, `NAME.key`), in place
+    /// of its certs.d directory.
     pub cert_dir: Option<PathBuf>,
     pub retries: Retries,
+}
+
+impl Default for Connection {
+    /// HTTPS, verified, certs.d and the system store trusted, a 30 s timeout, the one retry
+    /// policy.
+    fn default() -> Self {
+        Connection {
+            use_http: false,
+            skip_tls_verify: false,
+            timeout: Duration::from_secs(super::DEFAULT_REGISTRY_TIMEOUT),
+            cert_dir: None,
+            retries: Retries::default(),
+        }
+    }
 }
 
 /// A repository on a registry.

@@ -20,7 +20,6 @@ use base64::Engine;
 use p256::ecdsa::{SigningKey, VerifyingKey};
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 
 /// The largest signature payload read.
 const MAX_PAYLOAD: u64 = 1 << 20;
@@ -182,8 +181,7 @@ pub fn cosign_identity(r: &Reference) -> String {
 fn sending() -> upload::Sending {
     upload::Sending {
         chunk_size: 16 << 20,
-        attempts: 4,
-        backoff: Duration::from_millis(250),
+        retries: Default::default(),
     }
 }
 

@@ -1,10 +1,12 @@
 //! Writing to a registry over the distribution API, for [`super::copy`]: is a blob there
 //! (HEAD), mount it from another repository of the same registry, upload it streamed (one PUT,
 //! or PATCHes of `chunk_size` bytes then a PUT), put a manifest. A request answered 429 or
-//! 5xx, or cut off, is tried again after a backoff (the registry's `Retry-After` when it sends
-//! one); an upload starts over from a new session, reading its blob again from the source.
+//! 5xx, or cut off, is tried again under the registry client's one policy
+//! ([`super::retry::Retries`]: its doubling backoff, or the registry's `Retry-After`, capped);
+//! an upload starts over from a new session, reading its blob again from the source.
 
 use super::registry::{Registry, SendError};
+use super::retry::Retries;
 use anyhow::anyhow;
 use std::io::Read;
 use std::time::Duration;
@@ -16,10 +18,8 @@ type Response = ureq::http::Response<ureq::Body>;
 pub struct Sending {
     /// Blobs larger than this go in chunks of this size.
     pub chunk_size: u64,
-    /// Attempts per request on 429, 5xx or a dropped connection.
-    pub attempts: u32,
-    /// The first backoff; each retry doubles it, up to 10 s.
-    pub backoff: Duration,
+    /// When a request is tried again, and after how long: the connection's policy.
+    pub retries: Retries,
 }
 
 /// How a blob reached the destination.
@@ -71,7 +71,7 @@ impl From<std::io::Error> for Failure {
 /// An answer that is not the one expected, as a failure naming `what`.
 fn refused(reg: &Registry, what: &str, resp: Response) -> Failure {
     let status = resp.status().as_u16();
-    let retry_after = super::retry::retry_after(&resp).map(|s| Duration::from_secs(s.min(60)));
+    let retry_after = super::retry::retry_after(&resp).map(Duration::from_secs);
     Failure {
         error: reg.status_error(what, resp),
         transient: status == 429 || status >= 500,
@@ -79,18 +79,21 @@ fn refused(reg: &Registry, what: &str, resp: Response) -> Failure {
     }
 }
 
-/// Runs `f` until it succeeds, fails for good, or has been tried `s.attempts` times.
+/// Runs `f` until it succeeds, fails for good, or has been tried `s.retries.attempts` times,
+/// waiting as [`Retries`] says between attempts.
 pub fn retry<T>(s: &Sending, mut f: impl FnMut() -> Result<T, Failure>) -> anyhow::Result<T> {
-    let mut delay = s.backoff;
+    let r = &s.retries;
     let mut attempt = 1;
     loop {
         match f() {
             Ok(v) => return Ok(v),
-            Err(e) if e.transient && attempt < s.attempts => {
-                let wait = e.retry_after.unwrap_or(delay);
+            Err(e) if e.transient && attempt < r.attempts => {
+                let wait = match e.retry_after {
+                    Some(asked) => asked.min(r.max_retry_after),
+                    None => r.backoff(attempt),
+                };
                 tracing::warn!(error = %format!("{:#}", e.error), wait_ms = wait.as_millis() as u64, attempt, "retrying");
                 std::thread::sleep(wait);
-                delay = (delay * 2).min(Duration::from_secs(10));
                 attempt += 1;
             }
             Err(e) => return Err(e.error),

@@ -65,7 +65,7 @@ pub fn parse_label(l: &str) -> Result<(String, String), Error> {
 pub struct BuildOptions {
     pub sources: Vec<PathBuf>,
     /// How to pull image SOURCEs and the base.
-    pub image: crate::image::ImageArgs,
+    pub image: crate::image::ImageOptions,
     /// `--base IMAGE`; `None` for the running binary.
     pub base: Option<String>,
     /// Platforms to keep from a multi-arch base (all when empty).
@@ -76,7 +76,7 @@ pub struct BuildOptions {
     pub cache_path: String,
     /// `SOURCE_DATE_EPOCH`: every timestamp in the image; the epoch when `None`.
     pub source_date_epoch: Option<u64>,
-    pub progress: bool,
+    pub progress: crate::progress::Reporter,
 }
 
 /// A built image, in a private OCI layout (removed on drop).
@@ -186,10 +186,10 @@ pub fn build_catalog(
 pub fn read_catalog(
     opts: &BuildOptions,
 ) -> Result<(crate::model::Catalog, Vec<Diagnostic>), Error> {
-    let resolved = crate::image::resolve(&opts.sources, &opts.image, opts.progress)
+    let resolved = crate::image::resolve(&opts.sources, &opts.image, &opts.progress)
         .map_err(|e| Error::failed(crate::image::one_line(&e)))?;
     let load = crate::load::LoadOptions {
-        progress: opts.progress,
+        progress: opts.progress.clone(),
         ..Default::default()
     };
     let checked = crate::load::check(&resolved, &load, &mut |b, _| b);
@@ -411,12 +411,14 @@ pub fn write_layouts(staged: &Staged, targets: &[Target]) -> Result<Vec<String>,
     Ok(written)
 }
 
-/// Pushes the staged image to every registry target, in order; stops at the first that
+/// Pushes the staged image to every registry target through `dest` (which may trust other
+/// certificates than the sources' connection, `opts.image`), in order; stops at the first that
 /// fails. Blobs of a `--base` on the same registry are mounted from its repository.
 pub fn push_registries(
     staged: &Staged,
     targets: &[Target],
     opts: &BuildOptions,
+    dest: &crate::image::registry::Connection,
     chunk_size: u64,
     progress: &dyn crate::image::copy::Progress,
 ) -> Result<Vec<(Reference, Pushed)>, Error> {
@@ -430,7 +432,7 @@ pub fn push_registries(
     let mut pushed = Vec::new();
     for t in targets {
         let Target::Registry(r) = t else { continue };
-        let mut push = PushOptions::new(opts.image.connection());
+        let mut push = PushOptions::new(dest.clone());
         push.chunk_size = chunk_size;
         push.mount_from = base
             .as_ref()
@@ -448,7 +450,7 @@ pub fn push_registries(
 pub fn push_layout(
     source: &str,
     target: &str,
-    args: &crate::image::ImageArgs,
+    args: &crate::image::ImageOptions,
     chunk_size: u64,
     progress: &dyn crate::image::copy::Progress,
 ) -> Result<(Reference, Pushed), Error> {

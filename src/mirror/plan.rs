@@ -18,7 +18,7 @@ use std::path::PathBuf;
 #[derive(Clone, Debug)]
 pub struct PlanOptions {
     /// How to pull the catalogs (the source side's connection, cache and limits).
-    pub image: crate::image::ImageArgs,
+    pub image: crate::image::ImageOptions,
     /// `REGISTRY[/PREFIX]` the images go to (for a mirror to disk, the names inside the layout).
     pub destination: String,
     /// `--max-nested-paths` (0: no folding).
@@ -107,7 +107,8 @@ fn plan_catalog(op: &Operator, opts: &PlanOptions) -> Result<PlannedCatalog, Err
         .map_err(|e| Error::failed(crate::image::one_line(&e)))?
         .ok_or_else(|| fail("not an image reference".into()))?;
     let pinned = format!("{}/{}@{digest}", source.registry, source.repository);
-    let resolved = crate::load::resolve(&[PathBuf::from(&pinned)], &opts.image, false)?;
+    let resolved =
+        crate::load::resolve(&[PathBuf::from(&pinned)], &opts.image, &Default::default())?;
     let configs_path = match resolved.images.first().and_then(|i| i.as_ref()) {
         Some(i) => match &i.kind {
             crate::image::kind::ImageKind::Catalog { configs } => configs.clone(),

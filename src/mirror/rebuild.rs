@@ -19,7 +19,7 @@ use crate::imagebuild::{self, BuildOptions, Target};
 #[derive(Clone, Debug)]
 pub struct RebuildOptions {
     /// How to pull the base (the source side).
-    pub image: crate::image::ImageArgs,
+    pub image: crate::image::ImageOptions,
     /// `--catalog-base IMAGE`, in place of the source catalog's image.
     pub catalog_base: Option<String>,
     /// How to reach the destination.
@@ -64,7 +64,7 @@ pub fn build(c: &PlannedCatalog, opts: &RebuildOptions) -> Result<imagebuild::St
         configs_path: c.configs_path.clone(),
         cache_path: CACHE_PATH.into(),
         source_date_epoch: None,
-        progress: false,
+        progress: Default::default(),
     };
     imagebuild::build_catalog(c.catalog.clone(), Vec::new(), &build).map_err(|e| {
         Error::failed(format!(

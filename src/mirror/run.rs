@@ -50,7 +50,7 @@ pub struct MirrorOptions {
     pub workspace: PathBuf,
     pub dry_run: bool,
     /// How to pull catalogs and the rebuild's base: the source side's connection, cache, limits.
-    pub image: crate::image::ImageArgs,
+    pub image: crate::image::ImageOptions,
     pub source: Connection,
     pub dest: Connection,
     pub parallel_images: usize,

@@ -54,7 +54,7 @@ pub struct ServeOptions {
     pub graphql: bool,
     /// Timeouts for slow clients and the connection bound, on each port.
     pub limits: crate::conn::Limits,
-    pub image: crate::image::ImageArgs,
+    pub image: crate::image::ImageOptions,
 }
 
 impl ServeOptions {

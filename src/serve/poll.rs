@@ -7,7 +7,7 @@
 //! policy refuses is not loaded (the log says why, once per digest, and a metric counts it),
 //! and is checked again at the next poll, so that signing it later gets it served.
 
-use crate::image::ImageArgs;
+use crate::image::ImageOptions;
 use crate::metrics::Metrics;
 use crate::server::State;
 use std::path::PathBuf;
@@ -16,7 +16,7 @@ use std::time::Duration;
 
 pub struct Poll {
     pub source: PathBuf,
-    pub image: ImageArgs,
+    pub image: ImageOptions,
     pub every: Duration,
     pub metrics: Arc<Metrics>,
 }

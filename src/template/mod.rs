@@ -28,7 +28,7 @@ use serde_json::Value;
 pub type BundleRenderer<'a> = dyn FnMut(&str) -> Result<Vec<Bundle>, String> + 'a;
 
 /// The template kinds `render-template` knows.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
     /// `schema: olm.template.basic`.
     Basic,

@@ -1,0 +1,69 @@
+//! The image flags every image-reading command shares, turned into the library's
+//! [`ImageOptions`].
+
+use crate::image::{
+    ImageOptions, DEFAULT_MAX_LAYER_SIZE, DEFAULT_MAX_MANIFEST_SIZE, DEFAULT_REGISTRY_TIMEOUT,
+};
+use std::path::PathBuf;
+
+// Options for SOURCEs that are image references, flattened into each subcommand. (A plain
+// comment: a doc comment here would become the about text of every subcommand it is in.)
+#[derive(clap::Args, Debug, Clone)]
+#[command(next_help_heading = "Image sources")]
+pub struct ImageArgs {
+    /// Talk plain HTTP to registries (opm's --use-http).
+    #[arg(long)]
+    pub use_http: bool,
+    /// Do not verify registries' TLS certificates (opm's --skip-tls-verify).
+    #[arg(long)]
+    pub skip_tls_verify: bool,
+    /// Deprecated in opm, kept for its scripts: plain HTTP, the same as --use-http.
+    #[arg(long, hide = true, conflicts_with_all = ["use_http", "skip_tls_verify"])]
+    pub skip_tls: bool,
+    /// Platform to pick from multi-arch images [default: linux/<host architecture>].
+    #[arg(long, value_name = "OS/ARCH[/VARIANT]")]
+    pub platform: Option<String>,
+    /// Content-addressed blob cache [default: $XDG_CACHE_HOME/opreg/images, else
+    /// ~/.cache/opreg/images].
+    #[arg(long, value_name = "DIR", conflicts_with = "no_image_cache")]
+    pub image_cache: Option<PathBuf>,
+    /// Keep no downloaded blobs.
+    #[arg(long)]
+    pub no_image_cache: bool,
+    /// A directory of the registry's CA certificates (`*.crt`) and client certificate
+    /// (`NAME.cert` with `NAME.key`), in place of containers' certs.d directory for it.
+    #[arg(long, value_name = "DIR")]
+    pub cert_dir: Option<PathBuf>,
+    /// Longest wait, in seconds, on a registry that sends nothing (connecting, the first byte
+    /// of an answer, or a body that stalls); a blob that keeps arriving is never cut.
+    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_REGISTRY_TIMEOUT)]
+    pub registry_timeout: u64,
+    /// Largest manifest or image config accepted, in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_MANIFEST_SIZE)]
+    pub max_manifest_size: u64,
+    /// Largest layer accepted, and most bytes extracted from an image, in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_LAYER_SIZE)]
+    pub max_layer_size: u64,
+    /// A containers-policy.json every image pulled must satisfy (sigstoreSigned keys,
+    /// reject, insecureAcceptAnything); without it, and without the variable, any image is used.
+    #[arg(long, value_name = "FILE", env = "OPREG_SIGNATURE_POLICY")]
+    pub signature_policy: Option<PathBuf>,
+}
+
+impl ImageArgs {
+    /// The library's options for these flags.
+    pub fn options(&self) -> ImageOptions {
+        ImageOptions {
+            use_http: self.use_http || self.skip_tls,
+            skip_tls_verify: self.skip_tls_verify,
+            platform: self.platform.clone(),
+            image_cache: self.image_cache.clone(),
+            no_image_cache: self.no_image_cache,
+            cert_dir: self.cert_dir.clone(),
+            registry_timeout: self.registry_timeout,
+            max_manifest_size: self.max_manifest_size,
+            max_layer_size: self.max_layer_size,
+            signature_policy: self.signature_policy.clone(),
+        }
+    }
+}
