@@ -92,6 +92,8 @@ fn every_printing_command_stops_quietly_on_a_closed_pipe() {
         ),
         // Writes a directory tree; nothing on stdout.
         ("migrate", None),
+        // Reports on stderr; the plan and the record go to files in the workspace.
+        ("mirror", None),
     ];
     let known: Vec<&str> = cases.iter().map(|(n, _)| *n).collect();
     for sub in opreg::cli::Cli::command().get_subcommands() {
