@@ -156,6 +156,6 @@ instances on loopback, each run into an empty registry.
 | \`opreg mirror\` (4 images, 5 blobs at a time) | ${opreg_s} s (**${ratio}x** skopeo) | $up1 | $mo1 | $((opreg_kb / 1024)) MB |
 | \`opreg mirror\` again, nothing new | ${again_s} s (${again_pct} % of the first) | $up2 | | $((again_kb / 1024)) MB |
 
-The set has $blobs distinct blobs; a blob uploaded more than once shows as more uploads than that
-(skopeo uploads a shared base again in every repository; opreg sends it once and mounts it).
+The set has $blobs distinct blobs; a blob uploaded more than once would show as more uploads than
+that (a shared base is mounted into the other repositories, not sent again).
 EOF
