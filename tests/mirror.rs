@@ -542,3 +542,136 @@ fn a_mirror_killed_mid_copy_resumes_copying_only_what_is_missing() {
         "{err}"
     );
 }
+
+/// opreg with a key passphrase in `COSIGN_PASSWORD`.
+fn signed_run(ctx: &Ctx, args: &[&str]) -> (i32, String, String) {
+    let out = ctx
+        .cmd(args, &[])
+        .env("COSIGN_PASSWORD", "mirror-test")
+        .env_remove("OPREG_SIGNATURE_POLICY")
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_policy_refuses_unsigned_sources_and_sign_key_signs_the_rebuilt_catalog() {
+    let src = Source::start();
+    let dst = Registry::http();
+    let dest = format!("{}/m", dst.host());
+    let ctx = Ctx::new();
+    let prefix = ctx.path("cosign");
+    let (code, _, err) = signed_run(
+        &ctx,
+        &[
+            "image",
+            "generate-key-pair",
+            "--output-key-prefix",
+            prefix.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let (key, public) = (ctx.path("cosign.key"), ctx.path("cosign.pub"));
+    // The additional image is signed at the source; the bundles are not.
+    let ubi = format!("{}/tools/ubi:9", src.host);
+    let (code, _, err) = signed_run(
+        &ctx,
+        &[
+            "image",
+            "sign",
+            &ubi,
+            "--key",
+            key.to_str().unwrap(),
+            "--use-http",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let signed = serde_json::json!({"type": "sigstoreSigned", "keyPath": public,
+        "signedIdentity": {"type": "matchRepository"}});
+    let policy = |scope: &str| {
+        let p = ctx.path(&format!("policy-{}.json", scope.replace('/', "-")));
+        let doc = serde_json::json!({"default": [{"type": "insecureAcceptAnything"}],
+            "transports": {"docker": {format!("{}/{scope}", src.host): [signed]}}});
+        std::fs::write(&p, doc.to_string()).unwrap();
+        p
+    };
+    let cfg = src.config(
+        &ctx.path(""),
+        &src.catalog(),
+        "    skipDependencies: true\n",
+    );
+    let ws = ctx.path("ws");
+    let mirror_with = |policy: &std::path::Path, extra: &[&str]| {
+        let mut args = vec![
+            "mirror",
+            "--use-http",
+            "--keep-going",
+            "--config",
+            cfg.to_str().unwrap(),
+            "--workspace",
+            ws.to_str().unwrap(),
+            "--signature-policy",
+            policy.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        let d = format!("docker://{dest}");
+        args.push(&d);
+        signed_run(&ctx, &args)
+    };
+
+    // A policy that wants the bundles signed refuses them, names them, and pushes no catalog.
+    let (code, _, err) = mirror_with(&policy("etcd"), &[]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.lines().any(|l| l.starts_with("error:")
+            && l.contains("etcd-bundle")
+            && l.contains("refused by the signature policy")),
+        "{err}"
+    );
+    assert!(raw(&format!("{dest}/catalogs/operators:v1")).is_none());
+
+    // A policy that wants the signed image signed passes; the catalog is signed with our key.
+    let (code, _, err) = mirror_with(&policy("tools"), &["--sign-key", key.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("catalog signed:"), "{err}");
+    let (code, _, err) = signed_run(
+        &ctx,
+        &[
+            "image",
+            "verify",
+            &format!("{dest}/catalogs/operators:v1"),
+            "--key",
+            public.to_str().unwrap(),
+            "--use-http",
+        ],
+    );
+    assert_eq!(
+        code, 0,
+        "the rebuilt catalog verifies at the destination: {err}"
+    );
+    // The source's signature of the additional image travelled with it.
+    let (code, _, err) = signed_run(
+        &ctx,
+        &[
+            "image",
+            "verify",
+            &format!("{dest}/tools/ubi:9"),
+            "--key",
+            public.to_str().unwrap(),
+            "--use-http",
+        ],
+    );
+    assert_eq!(
+        code, 1,
+        "the copied signature names the source repository: {err}"
+    );
+    // It verifies with the key; only its identity is the source's (a cluster remaps it).
+    assert!(
+        err.contains(&format!("identity \"{}/tools/ubi\"", src.host)),
+        "{err}"
+    );
+}

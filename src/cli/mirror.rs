@@ -44,6 +44,16 @@ pub struct Args {
     /// Leave signatures, attestations, SBOMs and referrers behind.
     #[arg(long)]
     pub remove_signatures: bool,
+    /// Check every source image (catalogs, bundles, related and additional images) against this
+    /// containers-policy.json before copying it; a refused image fails like any other.
+    #[arg(long, value_name = "FILE", env = "OPREG_SIGNATURE_POLICY")]
+    pub signature_policy: Option<PathBuf>,
+    /// Sign each rebuilt catalog with this cosign private key after it is pushed.
+    #[arg(long, value_name = "FILE")]
+    pub sign_key: Option<PathBuf>,
+    /// The key's passphrase, from this file [default: $COSIGN_PASSWORD, else a prompt].
+    #[arg(long, value_name = "FILE", requires = "sign_key")]
+    pub passphrase_file: Option<PathBuf>,
     /// Print only errors.
     #[arg(short, long)]
     pub quiet: bool,
@@ -127,7 +137,13 @@ fn options(a: &Args) -> Result<MirrorOptions, Error> {
         cert_dir: source.cert_dir.clone(),
         registry_timeout: s.registry_timeout,
         image_cache: s.image_cache.clone(),
+        signature_policy: a.signature_policy.clone(),
         ..Default::default()
+    };
+    // The key is read (and its passphrase asked for) before anything is copied.
+    let sign_key = match &a.sign_key {
+        Some(k) => Some(super::sign::signing_key(k, a.passphrase_file.as_deref())?),
+        None => None,
     };
     if a.parallel_images == 0 || a.parallel_layers == 0 {
         return Err(Error::Usage(
@@ -148,6 +164,7 @@ fn options(a: &Args) -> Result<MirrorOptions, Error> {
         max_nested_paths: a.max_nested_paths,
         catalog_base: a.catalog_base.clone(),
         remove_signatures: a.remove_signatures,
+        sign_key,
     })
 }
 
@@ -193,6 +210,9 @@ fn summary(r: &Report, opts: &MirrorOptions, quiet: bool) -> super::Ended {
         ));
         for c in &r.rebuilt {
             note(format!("catalog pushed: {}@{}", c.destination, c.digest));
+        }
+        for s in &r.signed {
+            note(format!("catalog signed: {s}"));
         }
     }
     let failures = r.failures();

@@ -514,7 +514,11 @@ impl<'a> Worker<'a> {
                 let mut first = false;
                 let sent = in_flight.once(format!("{registry}@{digest}"), || {
                     first = true;
-                    let sent = send(mount_from)?;
+                    // A repository an earlier run sent it to ([`InFlight::seed`]) is mounted from.
+                    let earlier = in_flight
+                        .placed(registry, digest)
+                        .filter(|p| p != repository);
+                    let sent = send(mount_from.or(earlier.as_deref()))?;
                     in_flight.place(registry, repository, digest);
                     Ok(sent)
                 })?;

@@ -59,6 +59,9 @@ pub struct MirrorOptions {
     pub max_nested_paths: usize,
     pub catalog_base: Option<String>,
     pub remove_signatures: bool,
+    /// Signs each rebuilt catalog after its push (it has a new digest, so no signature from
+    /// its source covers it).
+    pub sign_key: Option<crate::sign::keys::SigningKey>,
 }
 
 /// What a mirror did.
@@ -72,6 +75,8 @@ pub struct Report {
     /// Images the run did not reach (it stopped at a failure).
     pub not_attempted: usize,
     pub rebuilt: Vec<Rebuilt>,
+    /// The signature tags written for the rebuilt catalogs.
+    pub signed: Vec<String>,
     /// The files written in the workspace.
     pub written: Vec<PathBuf>,
 }
@@ -132,6 +137,11 @@ pub fn mirror(opts: &MirrorOptions, progress: &dyn Progress) -> Result<Report, E
         max_manifest_size: opts.image.max_manifest_size,
         chunk_size: 16 << 20,
         placements: (!opts.dry_run).then(|| opts.workspace.join("placements.tsv")),
+        policy: opts
+            .image
+            .signature_policy
+            .is_some()
+            .then(|| opts.image.clone()),
     };
     for op in &cfg.mirror.operators {
         if !op.target_catalog_source_template.is_empty() {
@@ -188,6 +198,13 @@ pub fn mirror(opts: &MirrorOptions, progress: &dyn Progress) -> Result<Report, E
     for c in &report.plan.catalogs {
         progress.image_started(&c.destination);
         let r = rebuild::rebuild(c, &rebuild, &crate::image::copy::NoProgress)?;
+        if let Some(key) = &opts.sign_key {
+            let to = crate::image::reference::parse(&r.destination).map_err(Error::Usage)?;
+            let limit = opts.image.max_manifest_size;
+            let s = crate::image::signature::sign_pushed(&to, &r.digest, key, &opts.dest, limit)
+                .map_err(|e| Error::failed(crate::image::one_line(&e)))?;
+            report.signed.push(format!("{} {}", r.destination, s.tag));
+        }
         progress.image_done(&c.destination, true);
         report.rebuilt.push(r);
     }

@@ -34,6 +34,9 @@ pub struct TransferOptions {
     /// Where the repositories holding each blob sent are kept across runs (a rerun mounts
     /// from them instead of uploading again).
     pub placements: Option<std::path::PathBuf>,
+    /// The source side's image options when a `--signature-policy` is to be satisfied: each
+    /// image's digest is checked before it is copied.
+    pub policy: Option<crate::image::ImageOptions>,
 }
 
 /// What the mirror reports as it goes; called from the copying threads.
@@ -270,6 +273,9 @@ fn try_copy(
         ));
     }
     out.digest = digest.clone();
+    if let Some(p) = &opts.policy {
+        crate::image::check_signature_policy(std::path::Path::new(&img.wanted.source), p, &digest)?;
+    }
     let Ends { from, to } = ends(&img.wanted.source, &img.destination, &digest)?;
     let tag = to.tag.clone().unwrap_or_default();
     let mut dest = Registry::new(&to, &opts.destination)?;
