@@ -367,73 +367,53 @@ fn run_build(a: BuildArgs) -> super::Ended {
         source_date_epoch: a.source_date_epoch,
         progress: super::progress::reporter(a.quiet),
     };
-    let staged = match build::build(&opts) {
-        Ok(s) => s,
-        Err(e) => return fail(e),
+    let run = build::run::RunOptions {
+        dest: a.image.dest(&a.dest).connection(),
+        build: opts,
+        targets,
+        push: a.push,
+        chunk_size: a.image.chunk_size,
+        sign_key: key.as_ref(),
+        digest_file: a.digest_file.clone(),
     };
-    if !a.quiet {
-        staged.warnings.iter().for_each(output::diagnostic);
-        if let Some(n) = &staged.note {
-            output::warning(n);
-        }
+    let quiet = a.quiet;
+    let bar = super::progress::Bar::new(quiet || !a.push, "pushing");
+    let done = build::run::run(&run, &bar, &mut |e| report_build(e, quiet));
+    drop(bar);
+    match done {
+        // The digest file is the library's; stdout gets the digest.
+        Ok(digest) => finish(&digest, None, quiet),
+        Err(e) => fail(e),
     }
-    let written = match build::write_layouts(&staged, &targets) {
-        Ok(w) => w,
-        Err(e) => return fail(e),
-    };
-    let digest = &staged.image.top.digest;
-    if !a.quiet {
-        for w in &written {
-            output::status(format_args!("wrote {w} {digest}"));
-        }
-    }
-    let mut pushed_any = false;
-    if a.push {
-        let bar = super::progress::Bar::new(a.quiet, "pushing");
-        let dest = a.image.dest(&a.dest).connection();
-        let done =
-            build::push_registries(&staged, &targets, &opts, &dest, a.image.chunk_size, &bar);
-        drop(bar);
-        match done {
-            Ok(all) => {
-                pushed_any = !all.is_empty();
-                if !a.quiet {
-                    all.iter().for_each(|(r, p)| pushed(r, p));
-                }
-                if let Some(k) = &key {
-                    for (r, p) in &all {
-                        match sign_pushed(r, &p.digest, k, &opts.image) {
-                            Ok(s) if !a.quiet => super::sign::signed(&r.given, &s),
-                            Ok(_) => {}
-                            Err(e) => return fail(e),
-                        }
-                    }
-                }
-            }
-            Err(e) => return fail(e),
-        }
-    } else if !a.quiet {
-        for t in &targets {
-            if let Target::Registry(r) = t {
-                let bytes: u64 = staged.image.blobs.iter().map(|b| b.1).sum();
-                output::status(format_args!(
-                    "would push {r} {digest} ({} blobs, {bytes} bytes; platforms {}): pass --push to push",
-                    staged.image.blobs.len(),
-                    staged.platforms.join(", ")
-                ));
+}
+
+/// Prints a step of `image build` (nothing with `-q` but the skipped digest file's warning).
+fn report_build(e: build::run::Event<'_>, quiet: bool) {
+    use build::run::Event;
+    match e {
+        Event::DigestFileSkipped(f) => output::warning(format_args!(
+            "--digest-file {}: not written, as nothing was written or pushed (pass --push to push)",
+            f.display()
+        )),
+        _ if quiet => {}
+        Event::Built { warnings, note } => {
+            warnings.iter().for_each(output::diagnostic);
+            if let Some(n) = note {
+                output::warning(n);
             }
         }
+        Event::Wrote { target, digest } => output::status(format_args!("wrote {target} {digest}")),
+        Event::Pushed { to, pushed: p } => pushed(to, p),
+        Event::Signed { to, signed } => super::sign::signed(&to.given, signed),
+        Event::WouldPush {
+            to,
+            digest,
+            blobs,
+            bytes,
+            platforms,
+        } => output::status(format_args!(
+            "would push {to} {digest} ({blobs} blobs, {bytes} bytes; platforms {}): pass --push to push",
+            platforms.join(", ")
+        )),
     }
-    let digest_file = match a.digest_file.as_deref() {
-        // A dry run: no digest file says an image went somewhere it did not.
-        Some(f) if written.is_empty() && !pushed_any => {
-            output::warning(format_args!(
-                "--digest-file {}: not written, as nothing was written or pushed (pass --push to push)",
-                f.display()
-            ));
-            None
-        }
-        f => f,
-    };
-    finish(digest, digest_file, a.quiet)
 }

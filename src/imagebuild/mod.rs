@@ -14,10 +14,12 @@
 //! | [`layer`] | reproducible tar+gzip layers, whiteouts |
 //! | [`base`] | the base image: `--base`, or the running static binary |
 //! | [`config`] | image config, manifest and index documents |
+//! | [`run`] | `image build` in order: build, write, push, sign, the digest file |
 
 pub mod base;
 pub mod config;
 pub mod layer;
+pub mod run;
 
 use crate::diag::Diagnostic;
 use crate::error::Error;

@@ -1,0 +1,128 @@
+//! `opreg image build` from start to end: build the image, write it to every `oci:` target,
+//! push it to every registry target (with `push`; otherwise say what would be pushed), sign
+//! what was pushed, and write the digest file only when the image went somewhere. Each step is
+//! reported through [`Event`]s as it happens, so the caller prints them in order.
+
+use super::{BuildOptions, Target};
+use crate::error::Error;
+use crate::image::push::Pushed;
+use crate::image::reference::Reference;
+use crate::image::registry::Connection;
+use crate::image::signature::Signed;
+use crate::sign::keys::SigningKey;
+use std::path::PathBuf;
+
+/// What to build and where it goes.
+pub struct RunOptions<'a> {
+    pub build: BuildOptions,
+    pub targets: Vec<Target>,
+    /// Push registry targets (without it, they are reported as [`Event::WouldPush`]).
+    pub push: bool,
+    /// How to reach the registries pushed to.
+    pub dest: Connection,
+    pub chunk_size: u64,
+    /// Sign each pushed image with this key.
+    pub sign_key: Option<&'a SigningKey>,
+    /// `--digest-file`: written only when a target was written or pushed.
+    pub digest_file: Option<PathBuf>,
+}
+
+/// One step done, for the caller to report.
+pub enum Event<'a> {
+    /// The image is built: what reading the catalog found, and the base's note.
+    Built {
+        warnings: &'a [crate::diag::Diagnostic],
+        note: Option<&'a str>,
+    },
+    /// An `oci:` target written.
+    Wrote { target: &'a str, digest: &'a str },
+    Pushed {
+        to: &'a Reference,
+        pushed: &'a Pushed,
+    },
+    Signed {
+        to: &'a Reference,
+        signed: &'a Signed,
+    },
+    /// A registry target not pushed (no `push`).
+    WouldPush {
+        to: &'a Reference,
+        digest: &'a str,
+        blobs: usize,
+        bytes: u64,
+        platforms: &'a [String],
+    },
+    /// The digest file was not written: the image went nowhere.
+    DigestFileSkipped(&'a std::path::Path),
+}
+
+/// Builds, writes, pushes and signs; returns the image's digest.
+pub fn run(
+    o: &RunOptions<'_>,
+    progress: &dyn crate::image::copy::Progress,
+    report: &mut dyn FnMut(Event<'_>),
+) -> Result<String, Error> {
+    let staged = super::build(&o.build)?;
+    report(Event::Built {
+        warnings: &staged.warnings,
+        note: staged.note.as_deref(),
+    });
+    let written = super::write_layouts(&staged, &o.targets)?;
+    let digest = staged.image.top.digest.clone();
+    for w in &written {
+        report(Event::Wrote {
+            target: w,
+            digest: &digest,
+        });
+    }
+    let mut pushed_any = false;
+    if o.push {
+        let all = super::push_registries(
+            &staged,
+            &o.targets,
+            &o.build,
+            &o.dest,
+            o.chunk_size,
+            progress,
+        )?;
+        pushed_any = !all.is_empty();
+        for (to, pushed) in &all {
+            report(Event::Pushed { to, pushed });
+        }
+        if let Some(key) = o.sign_key {
+            for (to, pushed) in &all {
+                let limit = o.build.image.max_manifest_size;
+                let signed =
+                    crate::image::signature::sign_pushed(to, &pushed.digest, key, &o.dest, limit)
+                        .map_err(|e| Error::failed(crate::image::one_line(&e)))?;
+                report(Event::Signed {
+                    to,
+                    signed: &signed,
+                });
+            }
+        }
+    } else {
+        let bytes: u64 = staged.image.blobs.iter().map(|b| b.1).sum();
+        for t in &o.targets {
+            if let Target::Registry(to) = t {
+                report(Event::WouldPush {
+                    to,
+                    digest: &digest,
+                    blobs: staged.image.blobs.len(),
+                    bytes,
+                    platforms: &staged.platforms,
+                });
+            }
+        }
+    }
+    if let Some(f) = &o.digest_file {
+        if written.is_empty() && !pushed_any {
+            // A dry run: no digest file says an image went somewhere it did not.
+            report(Event::DigestFileSkipped(f));
+        } else {
+            std::fs::write(f, format!("{digest}\n"))
+                .map_err(|e| Error::failed(format_args!("--digest-file {}: {e}", f.display())))?;
+        }
+    }
+    Ok(digest)
+}
