@@ -47,9 +47,10 @@ trap cleanup EXIT
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
-# start_registry NAME: a registry with its access log in $tmp/NAME.log; prints its port.
+# start_registry NAME: a registry with its access log in $tmp/NAME.log; its port in $port.
+# (Not run in a command substitution: the registry's pid must reach the cleanup's list.)
 start_registry() {
-  local name=$1 port
+  local name=$1
   port=$(free_port)
   mkdir -p "$tmp/$name"
   cat > "$tmp/$name.yml" <<EOF
@@ -64,13 +65,12 @@ EOF
     curl -sf "http://127.0.0.1:$port/v2/" >/dev/null 2>&1 && break
     sleep 0.1
   done
-  echo "$port"
 }
 
 uploads() { grep -c '"PUT /v2/[^ ]*/blobs/uploads/' "$tmp/$1.log" || true; }
 mounts() { grep -c '"POST /v2/[^ ]*/blobs/uploads/?[^ ]*mount=' "$tmp/$1.log" || true; }
 
-src=$(start_registry src)
+start_registry src; src=$port
 echo "bench-mirror: filling the source with $images images" >&2
 python3 - "$tmp/layouts" "$images" "$unique_mb" "$base_mb" <<'EOF'
 import hashlib, io, json, os, sys, tarfile
@@ -111,7 +111,7 @@ rm -rf "$tmp/layouts"
 total_mb=$(du -sm "$tmp/src" | cut -f1)
 
 # skopeo, one image after another.
-sk=$(start_registry skopeo)
+start_registry skopeo; sk=$port
 start=$(date +%s.%N)
 for ref in "${list[@]}"; do
   skopeo copy -q --all --src-tls-verify=false --dest-tls-verify=false \
@@ -120,7 +120,7 @@ done
 skopeo_s=$(printf '%.2f' "$(echo "$(date +%s.%N) - $start" | bc)")
 
 # opreg mirror.
-op=$(start_registry opreg)
+start_registry opreg; op=$port
 {
   echo "apiVersion: mirror.openshift.io/v2alpha1"
   echo "kind: ImageSetConfiguration"
