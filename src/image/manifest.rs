@@ -1,7 +1,7 @@
 //! Manifests, image indexes and image configs: OCI and Docker schema 2 media types, platform
 //! selection in an index (manifest list), and the config's labels.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 pub const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
@@ -17,29 +17,49 @@ pub fn is_manifest_type(t: &str) -> bool {
 /// The `Accept` header for manifest requests.
 pub const ACCEPT: &str = "application/vnd.oci.image.index.v1+json, application/vnd.docker.distribution.manifest.list.v2+json, application/vnd.oci.image.manifest.v1+json, application/vnd.docker.distribution.manifest.v2+json";
 
-/// A content descriptor.
-#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
+/// A content descriptor, read and written. (Fields in the order of their JSON names, so that a
+/// written document has sorted keys, as the builder's reproducible bytes have always had.)
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct Descriptor {
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, String>,
+    pub digest: String,
     #[serde(default)]
     pub media_type: String,
-    pub digest: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub platform: Option<Platform>,
     /// Bytes; a negative size does not parse.
     pub size: u64,
-    #[serde(default)]
-    pub platform: Option<Platform>,
-    #[serde(default)]
-    pub annotations: BTreeMap<String, String>,
+}
+
+/// An OCI image manifest, as the image builder writes it.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ImageManifest {
+    pub config: Descriptor,
+    pub layers: Vec<Descriptor>,
+    pub media_type: String,
+    pub schema_version: u32,
+}
+
+/// An OCI image index, as the image builder writes it.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ImageIndex {
+    pub manifests: Vec<Descriptor>,
+    pub media_type: String,
+    pub schema_version: u32,
 }
 
 /// An OS/architecture[/variant] triple.
-#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
 pub struct Platform {
-    #[serde(default)]
-    pub os: String,
     #[serde(default)]
     pub architecture: String,
     #[serde(default)]
+    pub os: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub variant: Option<String>,
 }
 

@@ -4,7 +4,8 @@
 //! Everything is written as JSON with sorted keys, so the same inputs give the same bytes.
 
 use super::layer::Layer;
-use serde_json::{json, Map, Value};
+use crate::image::manifest::{Descriptor, ImageIndex, ImageManifest};
+use serde_json::{json, Value};
 
 pub const CONFIG_MEDIA_TYPE: &str = "application/vnd.oci.image.config.v1+json";
 
@@ -62,18 +63,23 @@ pub fn catalog_config(base: &Value, layers: &[(&Layer, &str)], s: &Settings<'_>)
 }
 
 /// An OCI image manifest.
-pub fn manifest(config_digest: &str, config_size: usize, layers: &[Value]) -> Value {
-    json!({
-        "schemaVersion": 2,
-        "mediaType": crate::image::manifest::OCI_MANIFEST,
-        "config": {"mediaType": CONFIG_MEDIA_TYPE, "digest": config_digest, "size": config_size},
-        "layers": layers,
-    })
+pub fn manifest(config_digest: &str, config_size: u64, layers: Vec<Descriptor>) -> ImageManifest {
+    ImageManifest {
+        config: Descriptor {
+            digest: config_digest.to_string(),
+            media_type: CONFIG_MEDIA_TYPE.to_string(),
+            size: config_size,
+            ..Default::default()
+        },
+        layers,
+        media_type: crate::image::manifest::OCI_MANIFEST.to_string(),
+        schema_version: 2,
+    }
 }
 
 /// A layer descriptor for the manifest; Docker's media types become their OCI equivalents
 /// (the bytes are the same), so that the manifest holds OCI types only.
-pub fn layer_descriptor(media_type: &str, digest: &str, size: u64) -> Value {
+pub fn layer_descriptor(media_type: &str, digest: &str, size: u64) -> Descriptor {
     let mt = match media_type {
         "application/vnd.docker.image.rootfs.diff.tar.gzip" | "" => {
             "application/vnd.oci.image.layer.v1.tar+gzip"
@@ -81,27 +87,61 @@ pub fn layer_descriptor(media_type: &str, digest: &str, size: u64) -> Value {
         "application/vnd.docker.image.rootfs.diff.tar" => "application/vnd.oci.image.layer.v1.tar",
         other => other,
     };
-    json!({"mediaType": mt, "digest": digest, "size": size})
-}
-
-/// An OCI index of platform manifests: `(digest, size, platform)`.
-pub fn index(entries: &[(String, usize, Value)]) -> Value {
-    let manifests: Vec<Value> = entries
-        .iter()
-        .map(|(d, s, p)| {
-            json!({"mediaType": crate::image::manifest::OCI_MANIFEST, "digest": d, "size": s, "platform": p})
-        })
-        .collect();
-    json!({"schemaVersion": 2, "mediaType": crate::image::manifest::OCI_INDEX, "manifests": manifests})
-}
-
-/// A platform as an index lists it.
-pub fn platform_value(p: &crate::image::manifest::Platform) -> Value {
-    let mut m = Map::new();
-    m.insert("architecture".into(), p.architecture.clone().into());
-    m.insert("os".into(), p.os.clone().into());
-    if let Some(v) = &p.variant {
-        m.insert("variant".into(), v.clone().into());
+    Descriptor {
+        digest: digest.to_string(),
+        media_type: mt.to_string(),
+        size,
+        ..Default::default()
     }
-    Value::Object(m)
+}
+
+/// An OCI index of platform manifests.
+pub fn index(manifests: Vec<Descriptor>) -> ImageIndex {
+    ImageIndex {
+        manifests,
+        media_type: crate::image::manifest::OCI_INDEX.to_string(),
+        schema_version: 2,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::image::manifest::Platform;
+
+    /// The typed documents serialize to the bytes the builder wrote before (sorted keys), so
+    /// that images built by earlier versions keep their digests.
+    #[test]
+    fn typed_manifests_and_indexes_keep_the_sorted_bytes() {
+        let m = manifest("sha256:c", 10, vec![layer_descriptor("", "sha256:l", 5)]);
+        let old = json!({
+            "schemaVersion": 2,
+            "mediaType": crate::image::manifest::OCI_MANIFEST,
+            "config": {"mediaType": CONFIG_MEDIA_TYPE, "digest": "sha256:c", "size": 10},
+            "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip", "digest": "sha256:l", "size": 5}],
+        });
+        assert_eq!(
+            serde_json::to_vec(&m).unwrap(),
+            serde_json::to_vec(&old).unwrap()
+        );
+        let platform = Platform {
+            os: "linux".into(),
+            architecture: "arm64".into(),
+            variant: Some("v8".into()),
+        };
+        let i = index(vec![Descriptor {
+            digest: "sha256:m".into(),
+            media_type: crate::image::manifest::OCI_MANIFEST.into(),
+            platform: Some(platform),
+            size: 7,
+            ..Default::default()
+        }]);
+        let old = json!({"schemaVersion": 2, "mediaType": crate::image::manifest::OCI_INDEX, "manifests": [
+            {"mediaType": crate::image::manifest::OCI_MANIFEST, "digest": "sha256:m", "size": 7,
+             "platform": {"architecture": "arm64", "os": "linux", "variant": "v8"}}]});
+        assert_eq!(
+            serde_json::to_vec(&i).unwrap(),
+            serde_json::to_vec(&old).unwrap()
+        );
+    }
 }

@@ -309,17 +309,19 @@ pub fn assemble(
         );
         let cfg_bytes = serde_json::to_vec(&cfg).map_err(anyhow::Error::from)?;
         let cfg_digest = out.put(&cfg_bytes)?;
-        let m = config::manifest(&cfg_digest, cfg_bytes.len(), &layers);
+        let m = config::manifest(&cfg_digest, cfg_bytes.len() as u64, layers);
         let m_bytes = serde_json::to_vec(&m).map_err(anyhow::Error::from)?;
         let m_digest = out.put(&m_bytes)?;
-        entries.push((
-            m_digest,
-            m_bytes.len(),
-            config::platform_value(&img.platform),
-        ));
+        entries.push(manifest::Descriptor {
+            digest: m_digest,
+            media_type: manifest::OCI_MANIFEST.into(),
+            platform: Some(img.platform.clone()),
+            size: m_bytes.len() as u64,
+            ..Default::default()
+        });
     }
     Ok(if base.index {
-        let i = serde_json::to_vec(&config::index(&entries)).map_err(anyhow::Error::from)?;
+        let i = serde_json::to_vec(&config::index(entries)).map_err(anyhow::Error::from)?;
         let d = out.put(&i)?;
         Top {
             media_type: manifest::OCI_INDEX.into(),
@@ -327,11 +329,11 @@ pub fn assemble(
             size: i.len() as u64,
         }
     } else {
-        let (d, s, _) = &entries[0];
+        let d = &entries[0];
         Top {
             media_type: manifest::OCI_MANIFEST.into(),
-            digest: d.clone(),
-            size: *s as u64,
+            digest: d.digest.clone(),
+            size: d.size,
         }
     })
 }
