@@ -543,20 +543,8 @@ fn a_mirror_killed_mid_copy_resumes_copying_only_what_is_missing() {
     );
 }
 
-/// opreg with a key passphrase in `COSIGN_PASSWORD`.
-fn signed_run(ctx: &Ctx, args: &[&str]) -> (i32, String, String) {
-    let out = ctx
-        .cmd(args, &[])
-        .env("COSIGN_PASSWORD", "mirror-test")
-        .env_remove("OPREG_SIGNATURE_POLICY")
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+/// opreg with a key passphrase in `COSIGN_PASSWORD` (the signing tests' runner).
+use crate::signing::run as signed_run;
 
 #[test]
 fn a_policy_refuses_unsigned_sources_and_sign_key_signs_the_rebuilt_catalog() {

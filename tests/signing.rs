@@ -32,7 +32,7 @@ fn peer(args: &[&str]) -> String {
 }
 
 /// opreg with `COSIGN_PASSWORD` set.
-fn run(ctx: &Ctx, args: &[&str]) -> (i32, String, String) {
+pub fn run(ctx: &Ctx, args: &[&str]) -> (i32, String, String) {
     let out = ctx
         .cmd(args, &[])
         .env("COSIGN_PASSWORD", PASS)
