@@ -51,6 +51,7 @@ mod list_cli;
 mod load;
 mod migrate_cli;
 mod mirror;
+mod mirror_disk;
 mod registry_client;
 mod render_fidelity;
 mod render_template_cli;

@@ -10,7 +10,7 @@ use crate::registry_support::{pki, sha, Registry};
 use std::process::Command;
 
 /// `skopeo inspect --raw`'s bytes of a reference, or `None` when it is not there.
-fn raw(reference: &str) -> Option<Vec<u8>> {
+pub fn raw(reference: &str) -> Option<Vec<u8>> {
     let out = Command::new("skopeo")
         .args(["inspect", "--raw", "--tls-verify=false"])
         .arg(format!("docker://{reference}"))
@@ -20,12 +20,12 @@ fn raw(reference: &str) -> Option<Vec<u8>> {
 }
 
 /// The destination of a source reference under `dest` (`HOST/PREFIX`).
-fn at(src: &Source, dest: &str, reference: &str) -> String {
+pub fn at(src: &Source, dest: &str, reference: &str) -> String {
     reference.replacen(&src.host, dest, 1)
 }
 
 /// A relay that passes everything to `reg` and remembers it.
-fn watch(reg: &Registry) -> Faults {
+pub fn watch(reg: &Registry) -> Faults {
     Faults::start(reg.port, Box::new(|_: &Seen, _| Action::Relay))
 }
 
@@ -195,7 +195,7 @@ fn a_mirror_copies_the_filtered_catalog_its_images_dependencies_and_signatures()
 
 /// ListPackages, then GetPackage and GetBundleForChannel for every channel, from `opreg serve
 /// CATALOG` at the destination; each bundle image, mapped to the destination, is there.
-fn snapshot(src: &Source, dest: &str, catalog: &str, want: &[&str]) {
+pub fn snapshot(src: &Source, dest: &str, catalog: &str, want: &[&str]) {
     let server = common::Server::start(&[catalog, "--use-http"]);
     let rt = common::rt();
     let paths = rt.block_on(async {
@@ -445,7 +445,7 @@ fn bad_input_is_one_line_and_copies_nothing() {
 }
 
 /// The digests of the blob uploads the destination completed (their final PUT), from `from` on.
-fn put_digests(f: &Faults, from: usize) -> Vec<String> {
+pub fn put_digests(f: &Faults, from: usize) -> Vec<String> {
     f.seen.lock().unwrap()[from..]
         .iter()
         .filter(|(s, _)| s.method == "PUT" && s.path.contains("/blobs/uploads/"))

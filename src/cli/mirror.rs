@@ -14,18 +14,37 @@ use std::time::{Duration, Instant};
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// oc-mirror v2's ImageSetConfiguration (mirror.openshift.io/v2alpha1): its operators,
-    /// additionalImages and blockedImages.
-    #[arg(long, short = 'c', value_name = "FILE")]
-    pub config: PathBuf,
-    /// Where the images go: docker://REGISTRY[/PREFIX].
+    /// additionalImages, blockedImages and archiveSize.
+    #[arg(
+        long,
+        short = 'c',
+        value_name = "FILE",
+        required_unless_present = "from"
+    )]
+    pub config: Option<PathBuf>,
+    /// Push a mirror to disk (file://DIR, unpacking its mirror_*.tar archives first) to the
+    /// registry, in place of --config.
+    #[arg(long, value_name = "file://DIR", conflicts_with = "config")]
+    pub from: Option<String>,
+    /// Where the images go: docker://REGISTRY[/PREFIX], or file://DIR (an OCI layout with the
+    /// plan and the configuration, DIR being the workspace).
     #[arg(value_name = "DESTINATION")]
     pub destination: String,
     /// Write the plan (WORKSPACE/dry-run/mapping.txt and plan.json) and copy nothing.
     #[arg(long)]
     pub dry_run: bool,
-    /// Holds the plan, the run's record (mapping.txt, plan.json, results.json).
+    /// Holds the plan, the run's record (mapping.txt, plan.json, results.json) and the
+    /// cluster resources; for file://DIR, DIR is the workspace.
     #[arg(long, value_name = "DIR", default_value = "opreg-mirror")]
     pub workspace: PathBuf,
+    /// Mirror to disk: the archives hold what every run since this date (YYYY-MM-DD, UTC)
+    /// added [default: what this run added; archives are written when archiveSize is set].
+    #[arg(long, value_name = "YYYY-MM-DD", value_parser = parse_since)]
+    pub since: Option<crate::mirror::history::Date>,
+    /// The longest one image's copy may take, signatures included (a Go duration: 90s, 10m,
+    /// 1h30m); past it the image fails like any other.
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = super::health_probe::parse_duration)]
+    pub image_timeout: Duration,
     /// Images copied at the same time.
     #[arg(long, value_name = "N", default_value_t = 4)]
     pub parallel_images: usize,
@@ -109,6 +128,7 @@ impl Sides {
             timeout: Duration::from_secs(self.registry_timeout.max(1)),
             cert_dir: cert_dir.clone().or_else(|| self.cert_dir.clone()),
             retries: Default::default(),
+            deadline: None,
         }
     }
 }
@@ -150,10 +170,16 @@ fn options(a: &Args) -> Result<MirrorOptions, Error> {
             "--parallel-images and --parallel-layers are at least 1".into(),
         ));
     }
+    if a.image_timeout.is_zero() {
+        return Err(Error::Usage("--image-timeout must be longer than 0".into()));
+    }
     Ok(MirrorOptions {
         config: a.config.clone(),
+        from: a.from.as_deref().map(run::parse_from).transpose()?,
         destination: Destination::parse(&a.destination)?,
         workspace: a.workspace.clone(),
+        since: a.since.clone(),
+        image_timeout: Some(a.image_timeout),
         dry_run: a.dry_run,
         image,
         source,
@@ -166,6 +192,10 @@ fn options(a: &Args) -> Result<MirrorOptions, Error> {
         remove_signatures: a.remove_signatures,
         sign_key,
     })
+}
+
+fn parse_since(s: &str) -> Result<crate::mirror::history::Date, String> {
+    crate::mirror::history::Date::parse(s)
 }
 
 fn summary(r: &Report, opts: &MirrorOptions, quiet: bool) -> super::Ended {
@@ -196,7 +226,7 @@ fn summary(r: &Report, opts: &MirrorOptions, quiet: bool) -> super::Ended {
             "dry run: {} images to copy, {} to send; wrote {}",
             r.plan.images.len(),
             human(bytes),
-            opts.workspace.join("dry-run").display()
+            opts.workspace_dir().join("dry-run").display()
         ));
     } else {
         let there = r.outcomes.iter().filter(|o| o.already_there).count();
@@ -206,10 +236,17 @@ fn summary(r: &Report, opts: &MirrorOptions, quiet: bool) -> super::Ended {
             "mirrored {} images ({there} already there, {} sent, {sigs} signatures and attachments); record in {}",
             r.outcomes.iter().filter(|o| o.error.is_none()).count(),
             human(sent),
-            opts.workspace.display()
+            opts.workspace_dir().display()
         ));
+        let to_disk = matches!(opts.destination, Destination::Disk(_)) && opts.from.is_none();
         for c in &r.rebuilt {
-            note(format!("catalog pushed: {}@{}", c.destination, c.digest));
+            match to_disk {
+                true => note(format!("catalog written: {} ({})", c.destination, c.digest)),
+                false => note(format!("catalog pushed: {}@{}", c.destination, c.digest)),
+            }
+        }
+        for a in &r.archives {
+            note(format!("archive: {}", a.display()));
         }
         for s in &r.signed {
             note(format!("catalog signed: {s}"));

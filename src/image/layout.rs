@@ -114,6 +114,9 @@ impl LayoutWriter {
     /// that name; an unnamed one replaces an unnamed entry of the same digest, and never an
     /// entry with a name (as skopeo writes an untagged `oci:DIR`). Call it last.
     pub fn tag(&self, top: &Top, tag: Option<&str>) -> Result<()> {
+        // Copies running at the same time rewrite the one index.json in turn.
+        static INDEX: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        let _turn = INDEX.lock().unwrap_or_else(|e| e.into_inner());
         let index_path = self.dir.join("index.json");
         let mut index: Value = match std::fs::read(&index_path) {
             Ok(b) => serde_json::from_slice(&b)

@@ -36,6 +36,45 @@ impl Layout {
     }
 }
 
+/// One entry of a layout's `index.json`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    /// Its `org.opencontainers.image.ref.name` ("" when it has none).
+    pub name: String,
+    pub digest: String,
+    pub media_type: String,
+}
+
+impl Layout {
+    /// The entries of `index.json`, in its order.
+    pub fn entries(&self, limit: u64) -> Result<Vec<Entry>> {
+        let index = read_limited(
+            std::fs::File::open(self.dir.join("index.json"))?,
+            limit,
+            "layout's index.json",
+        )?;
+        let v: serde_json::Value =
+            serde_json::from_slice(&index).map_err(|e| anyhow!("malformed index.json: {e}"))?;
+        let text = |e: &serde_json::Value, p: &str| {
+            e.pointer(p)
+                .and_then(|n| n.as_str())
+                .unwrap_or("")
+                .to_string()
+        };
+        Ok(v.get("manifests")
+            .and_then(|m| m.as_array())
+            .map(|a| a.as_slice())
+            .unwrap_or_default()
+            .iter()
+            .map(|e| Entry {
+                name: text(e, "/annotations/org.opencontainers.image.ref.name"),
+                digest: text(e, "/digest"),
+                media_type: text(e, "/mediaType"),
+            })
+            .collect())
+    }
+}
+
 impl BlobSource for Layout {
     /// `reference` is a digest, a tag (`org.opencontainers.image.ref.name`), or "" for the
     /// layout's only image.
@@ -43,24 +82,7 @@ impl BlobSource for Layout {
         let digest = if reference.starts_with("sha256:") {
             reference.to_string()
         } else {
-            let index = read_limited(
-                std::fs::File::open(self.dir.join("index.json"))?,
-                limit,
-                "layout's index.json",
-            )?;
-            let v: serde_json::Value =
-                serde_json::from_slice(&index).map_err(|e| anyhow!("malformed index.json: {e}"))?;
-            let entries = v
-                .get("manifests")
-                .and_then(|m| m.as_array())
-                .cloned()
-                .unwrap_or_default();
-            let name = |e: &serde_json::Value| {
-                e.pointer("/annotations/org.opencontainers.image.ref.name")
-                    .and_then(|n| n.as_str())
-                    .unwrap_or("")
-                    .to_string()
-            };
+            let entries = self.entries(limit)?;
             let pick = if reference.is_empty() {
                 match entries.as_slice() {
                     [only] => Some(only.clone()),
@@ -70,16 +92,13 @@ impl BlobSource for Layout {
                     ),
                 }
             } else {
-                entries.iter().find(|e| name(e) == reference).cloned()
+                entries.into_iter().find(|e| e.name == reference)
             };
             let Some(e) = pick else {
                 bail!("tag {reference:?} not found in the layout's index.json");
             };
-            let d = e.get("digest").and_then(|d| d.as_str()).unwrap_or("");
-            let mt = e
-                .get("mediaType")
-                .and_then(|d| d.as_str())
-                .map(str::to_string);
+            let d = e.digest.as_str();
+            let mt = Some(e.media_type.clone()).filter(|t| !t.is_empty());
             let bytes = read_limited(
                 std::fs::File::open(self.blob_path(d)?)
                     .map_err(|e| anyhow!("manifest {d}: {e}"))?,

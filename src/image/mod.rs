@@ -391,6 +391,7 @@ impl ImageOptions {
             timeout: Duration::from_secs(self.registry_timeout.max(1)),
             cert_dir: self.cert_dir.clone(),
             retries: retry::Retries::default(),
+            deadline: None,
         }
     }
 }

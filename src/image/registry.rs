@@ -29,6 +29,8 @@ pub struct Connection {
     /// of its certs.d directory.
     pub cert_dir: Option<PathBuf>,
     pub retries: Retries,
+    /// When set, no request starts after it and none runs past it (`--image-timeout`).
+    pub deadline: Option<std::time::Instant>,
 }
 
 impl Default for Connection {
@@ -41,6 +43,7 @@ impl Default for Connection {
             timeout: Duration::from_secs(super::DEFAULT_REGISTRY_TIMEOUT),
             cert_dir: None,
             retries: Retries::default(),
+            deadline: None,
         }
     }
 }
@@ -59,6 +62,7 @@ pub struct Registry {
     pushing: bool,
     use_http: bool,
     retries: Retries,
+    deadline: Option<std::time::Instant>,
 }
 
 impl Registry {
@@ -95,6 +99,7 @@ impl Registry {
             pushing: false,
             use_http: conn.use_http,
             retries: conn.retries,
+            deadline: conn.deadline,
         })
     }
 
@@ -177,10 +182,39 @@ impl Registry {
                 error: anyhow!("{e}"),
                 transient: false,
             })?;
+        let req = match self.time_left()? {
+            Some(left) => self
+                .agent
+                .configure_request(req)
+                .timeout_global(Some(left))
+                .build(),
+            None => req,
+        };
         self.agent.run(req).map_err(|e| SendError {
             transient: fault(&e) == Fault::Broken,
             error: self.transport_error(e),
         })
+    }
+
+    /// The time left before the deadline (None: no deadline); an error once it has passed.
+    fn time_left(&self) -> std::result::Result<Option<Duration>, SendError> {
+        match self.deadline {
+            None => Ok(None),
+            Some(d) => match d.checked_duration_since(std::time::Instant::now()) {
+                Some(left) if !left.is_zero() => Ok(Some(left)),
+                _ => Err(SendError {
+                    error: self.out_of_time(),
+                    transient: false,
+                }),
+            },
+        }
+    }
+
+    fn out_of_time(&self) -> anyhow::Error {
+        anyhow!(
+            "the image's copy from or to {} took longer than --image-timeout",
+            self.host
+        )
     }
 
     /// One request, answering one auth challenge.
@@ -207,7 +241,10 @@ impl Registry {
                 for (k, v) in headers {
                     req = req.header(*k, *v);
                 }
-                req.call()
+                match self.time_left()? {
+                    Some(left) => req.config().timeout_global(Some(left)).build().call(),
+                    None => req.call(),
+                }
             } else {
                 let mut req = ureq::http::Request::builder().method(method).uri(url);
                 if let Some(h) = &auth {
@@ -223,7 +260,15 @@ impl Registry {
                     error: anyhow!("{e}"),
                     transient: false,
                 })?;
-                self.agent.run(req)
+                match self.time_left()? {
+                    Some(left) => self.agent.run(
+                        self.agent
+                            .configure_request(req)
+                            .timeout_global(Some(left))
+                            .build(),
+                    ),
+                    None => self.agent.run(req),
+                }
             };
             let resp = resp.map_err(|e| SendError {
                 transient: fault(&e) == Fault::Broken,
@@ -360,6 +405,7 @@ impl Registry {
             )
         };
         match e {
+            ureq::Error::Timeout(ureq::Timeout::Global) => return self.out_of_time(),
             ureq::Error::Timeout(_) | ureq::Error::BodyStalled => return timed_out(),
             ureq::Error::HostNotFound => return anyhow!("unknown registry host {}", self.host),
             ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::TimedOut => return timed_out(),
@@ -527,12 +573,23 @@ impl Registry {
         }
         // A body cut off part way is asked for again from where it stopped.
         let (agent, auth, retries) = (self.agent.clone(), self.authorization.clone(), self.retries);
+        let (deadline, late) = (self.deadline, self.out_of_time().to_string());
         let reopen = move |offset: u64| {
             let range = format!("bytes={offset}-");
             with_retries(&retries, &url, || {
                 let mut req = agent.get(&url).header("Range", &range);
                 if let Some(h) = &auth {
                     req = req.header("Authorization", h);
+                }
+                if let Some(d) = deadline {
+                    let left = d.saturating_duration_since(std::time::Instant::now());
+                    if left.is_zero() {
+                        return Err(SendError {
+                            transient: false,
+                            error: anyhow!("{late}"),
+                        });
+                    }
+                    req = req.config().timeout_global(Some(left)).build();
                 }
                 req.call().map_err(|e| SendError {
                     transient: fault(&e) == Fault::Broken,

@@ -20,7 +20,7 @@ use crate::version::blang;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 /// A bundle added to satisfy a requirement.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Added {
     pub package: String,
     pub bundle: String,

@@ -9,7 +9,8 @@ use crate::model::Catalog;
 use std::collections::BTreeMap;
 
 /// Why an image is copied.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub enum Origin {
     /// A bundle's image (`related` false) or one of its related images.
     Bundle {
@@ -21,7 +22,8 @@ pub enum Origin {
 }
 
 /// One image to copy, as the catalog or the configuration names it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Wanted {
     pub source: String,
     /// `targetRepo` and `targetTag` of an additional image.

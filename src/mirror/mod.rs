@@ -10,11 +10,13 @@
 //! | [`heads`] | one head per channel: the replaces chain between two kept heads kept |
 //! | [`plan`] | each catalog pinned, read, filtered, completed and validated; the image list |
 //! | [`placements`] | where each blob was sent, kept across runs so that a rerun mounts instead of uploading |
+//! | [`ends`] | the two ends of a copy: registries, or the OCI layout of a mirror to disk, with its naming |
 //! | [`transfer`] | copying the images concurrently, whole and by digest, skipping what is there |
 //! | [`signatures`] | an image's signature, attestation and SBOM tags and referrers at its source |
 //! | [`rebuild`] | the filtered catalog's image, rebuilt on its source image and pushed |
 //! | [`workspace`] | the plan and the run's record as files |
 //! | [`run`] | the whole mirror, in order |
+//! | [`disk`] | a mirror on disk (`file://DIR`): its layout, listing, configuration and history, packed into archives and unpacked |
 //! | [`archive`] | opreg's archives for mirror to disk (`mirror_000001.tar`, …): packed deterministically, unpacked with every blob verified |
 //! | [`history`] | the workspace's `history.json`: what each mirror-to-disk run added, and what `--since` packs |
 //! | [`resources`] | the cluster resources oc-mirror v2 writes (IDMS, ITMS, CatalogSource, ClusterCatalog), rendered and written |
@@ -22,6 +24,8 @@
 pub mod archive;
 pub mod config;
 pub mod deps;
+pub mod disk;
+pub mod ends;
 pub mod filter;
 pub mod heads;
 pub mod history;

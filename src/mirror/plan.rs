@@ -9,7 +9,7 @@ use super::deps::{self, Added};
 use super::filter;
 use super::images::{self, Wanted};
 use crate::error::Error;
-use crate::image::reference::{self, ImageSource, Reference};
+use crate::image::reference::{self, ImageSource};
 use crate::model::Catalog;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -19,7 +19,8 @@ use std::path::PathBuf;
 pub struct PlanOptions {
     /// How to pull the catalogs (the source side's connection, cache and limits).
     pub image: crate::image::ImageOptions,
-    /// `REGISTRY[/PREFIX]` the images go to (for a mirror to disk, the names inside the layout).
+    /// `REGISTRY[/PREFIX]` the images go to; empty for a mirror to disk, where each image is
+    /// named by its source and each catalog by its target path and tag ([`image_destination`]).
     pub destination: String,
     /// `--max-nested-paths` (0: no folding).
     pub max_nested_paths: usize,
@@ -82,8 +83,7 @@ pub fn plan(cfg: &ImageSetConfiguration, opts: &PlanOptions) -> Result<Plan, Err
     let (wanted, blocked) = images::wanted(&catalogs, cfg);
     out.blocked = blocked;
     for w in wanted {
-        let destination = images::destination(&w, &opts.destination, opts.max_nested_paths)
-            .map_err(Error::Usage)?;
+        let destination = image_destination(&w, &opts.destination, opts.max_nested_paths)?;
         out.images.push(PlannedImage {
             wanted: w,
             destination,
@@ -166,7 +166,7 @@ fn plan_catalog(op: &Operator, opts: &PlanOptions) -> Result<PlannedCatalog, Err
         )));
     }
     Ok(PlannedCatalog {
-        destination: catalog_destination(op, &source, &digest, opts)?,
+        destination: catalog_destination(op, &digest, &opts.destination, opts.max_nested_paths)?,
         entry: op.clone(),
         pinned,
         digest,
@@ -179,14 +179,26 @@ fn plan_catalog(op: &Operator, opts: &PlanOptions) -> Result<PlannedCatalog, Err
     })
 }
 
+/// Where an image goes ([`images::destination`]); with no destination (a mirror to disk), its
+/// source reference, its name in the layout.
+pub fn image_destination(w: &Wanted, dest: &str, max_nested: usize) -> Result<String, Error> {
+    if dest.is_empty() {
+        return Ok(w.source.clone());
+    }
+    images::destination(w, dest, max_nested).map_err(Error::Usage)
+}
+
 /// `DEST/<targetCatalog, else the source path>:<targetTag, else the source tag>`; a catalog
-/// named by digest alone gets [`digest_tag`].
-fn catalog_destination(
+/// named by digest alone gets [`digest_tag`]. With no destination (a mirror to disk), the
+/// rebuilt catalog's name in the layout: `<path>:<tag>`.
+pub fn catalog_destination(
     op: &Operator,
-    source: &Reference,
     digest: &str,
-    opts: &PlanOptions,
+    dest: &str,
+    max_nested: usize,
 ) -> Result<String, Error> {
+    let source = reference::parse(&op.catalog)
+        .map_err(|e| Error::Usage(format!("catalog {:?}: {e}", op.catalog)))?;
     let path = match op.target_catalog.trim_matches('/') {
         "" => source.repository.clone(),
         t => t.to_string(),
@@ -196,11 +208,14 @@ fn catalog_destination(
         ("", None) => digest_tag(digest),
         (t, _) => t.to_string(),
     };
+    if dest.is_empty() {
+        return Ok(format!("{path}:{tag}"));
+    }
     let w = Wanted {
         source: format!("{}/{path}:{tag}", source.registry),
         target_repo: Some(path),
         target_tag: Some(tag),
         origins: Vec::new(),
     };
-    images::destination(&w, &opts.destination, opts.max_nested_paths).map_err(Error::Usage)
+    images::destination(&w, dest, max_nested).map_err(Error::Usage)
 }

@@ -1,15 +1,21 @@
-//! `opreg mirror` from start to end: read the configuration, make the plan (every catalog
-//! pinned, filtered, its dependencies added, validated), then either write the plan and stop
-//! (`dry_run`), or copy the images, rebuild and push each filtered catalog after its images,
-//! and write the cluster resources. Nothing is copied when the plan fails.
+//! `opreg mirror` from start to end. Three ways: registries to a registry, registries to disk
+//! (`file://DIR`), and disk to a registry (`--from file://DIR`). First the plan: every catalog
+//! pinned, filtered, its dependencies added, validated (or, from disk, the plan the mirror to
+//! disk made). Then either the plan is written and the run stops (`dry_run`), or the images
+//! are copied, each filtered catalog is rebuilt (or, from disk, taken from the layout) and
+//! pushed after its images, and the cluster resources are written. Nothing is copied when the
+//! plan fails; no catalog is pushed when one of its images failed.
 
 use super::config::{self, ImageSetConfiguration};
+use super::disk;
+use super::history::Date;
 use super::plan::{self, Plan, PlanOptions};
 use super::rebuild::{self, RebuildOptions, Rebuilt};
 use super::resources::{self, CatalogResource, Kind, Mirrored};
-use super::transfer::{self, Inspected, Outcome, Progress, TransferOptions};
+use super::transfer::{self, End, Inspected, Outcome, Progress, TransferOptions};
 use super::workspace;
 use crate::error::Error;
+use crate::image::reference::ImageSource;
 use crate::image::registry::Connection;
 use std::path::{Path, PathBuf};
 
@@ -18,10 +24,12 @@ use std::path::{Path, PathBuf};
 pub enum Destination {
     /// `docker://REGISTRY[/PREFIX]`.
     Registry(String),
+    /// `file://DIR`: an OCI layout and the plan, DIR being the workspace.
+    Disk(PathBuf),
 }
 
 impl Destination {
-    /// Parses `docker://REGISTRY[/PREFIX]`.
+    /// Parses `docker://REGISTRY[/PREFIX]` or `file://DIR`.
     pub fn parse(s: &str) -> Result<Destination, Error> {
         if let Some(rest) = s.strip_prefix("docker://") {
             let rest = rest.trim_end_matches('/');
@@ -34,20 +42,47 @@ impl Destination {
                 .map_err(|e| Error::Usage(format!("{s}: {e}")))?;
             return Ok(Destination::Registry(rest.to_string()));
         }
+        if let Some(dir) = s.strip_prefix("file://") {
+            return disk_dir(s, dir).map(Destination::Disk);
+        }
         Err(Error::Usage(format!(
-            "{s}: the destination is docker://REGISTRY[/PREFIX]"
+            "{s}: the destination is docker://REGISTRY[/PREFIX] or file://DIR"
         )))
     }
+}
+
+/// Parses `--from file://DIR`.
+pub fn parse_from(s: &str) -> Result<PathBuf, Error> {
+    match s.strip_prefix("file://") {
+        Some(dir) => disk_dir(s, dir),
+        None => Err(Error::Usage(format!(
+            "--from {s}: expected file://DIR, a mirror to disk"
+        ))),
+    }
+}
+
+fn disk_dir(given: &str, dir: &str) -> Result<PathBuf, Error> {
+    if dir.is_empty() {
+        return Err(Error::Usage(format!("{given}: expected file://DIR")));
+    }
+    Ok(PathBuf::from(dir))
 }
 
 /// What to mirror, and how.
 #[derive(Clone, Debug)]
 pub struct MirrorOptions {
-    /// The `ImageSetConfiguration` file.
-    pub config: PathBuf,
+    /// The `ImageSetConfiguration` file (not with `from`).
+    pub config: Option<PathBuf>,
+    /// A mirror to disk to push (`--from file://DIR`), in place of a configuration.
+    pub from: Option<PathBuf>,
     pub destination: Destination,
-    /// Where the plan, the cluster resources and the run's record go.
+    /// Where the plan, the cluster resources and the run's record go (for a mirror to disk,
+    /// its DIR).
     pub workspace: PathBuf,
+    /// A mirror to disk's archives hold what runs since this date added (else the last run's).
+    pub since: Option<Date>,
+    /// The longest one image's copy may take (its signatures included).
+    pub image_timeout: Option<std::time::Duration>,
     pub dry_run: bool,
     /// How to pull catalogs and the rebuild's base: the source side's connection, cache, limits.
     pub image: crate::image::ImageOptions,
@@ -62,6 +97,16 @@ pub struct MirrorOptions {
     /// Signs each rebuilt catalog after its push (it has a new digest, so no signature from
     /// its source covers it).
     pub sign_key: Option<crate::sign::keys::SigningKey>,
+}
+
+impl MirrorOptions {
+    /// Where the plan and the run's record go: DIR for a mirror to disk, else `workspace`.
+    pub fn workspace_dir(&self) -> &Path {
+        match (&self.destination, &self.from) {
+            (Destination::Disk(dir), None) => dir,
+            _ => &self.workspace,
+        }
+    }
 }
 
 /// What a mirror did.
@@ -79,6 +124,8 @@ pub struct Report {
     pub signed: Vec<String>,
     /// The files written in the workspace.
     pub written: Vec<PathBuf>,
+    /// A mirror to disk's archives.
+    pub archives: Vec<PathBuf>,
 }
 
 impl Report {
@@ -113,42 +160,74 @@ pub fn read_config(path: &Path) -> Result<ImageSetConfiguration, Error> {
         .map_err(|e| Error::Usage(format!("{}: {}", path.display(), e.replace('\n', "; "))))
 }
 
+/// The three ways a mirror runs.
+enum Way<'a> {
+    ToRegistry(&'a str),
+    ToDisk(&'a Path),
+    FromDisk(&'a Path, &'a str),
+}
+
 /// Runs the mirror. An `Err` is a failure before anything was copied (a bad configuration, a
 /// catalog that cannot be read or filters to an invalid one); failures of single images are
 /// in the report.
 pub fn mirror(opts: &MirrorOptions, progress: &dyn Progress) -> Result<Report, Error> {
-    let cfg = read_config(&opts.config)?;
-    let Destination::Registry(dest) = &opts.destination;
-    let plan = plan::plan(
-        &cfg,
-        &PlanOptions {
-            image: opts.image.clone(),
-            destination: dest.clone(),
-            max_nested_paths: opts.max_nested_paths,
-        },
-    )?;
-    let transfer = TransferOptions {
-        source: opts.source.clone(),
-        destination: opts.dest.clone(),
-        parallel_images: opts.parallel_images,
-        parallel_layers: opts.parallel_layers,
-        keep_going: opts.keep_going,
-        remove_signatures: opts.remove_signatures,
-        max_manifest_size: opts.image.max_manifest_size,
-        chunk_size: 16 << 20,
-        placements: (!opts.dry_run).then(|| opts.workspace.join("placements.tsv")),
-        policy: opts
-            .image
-            .signature_policy
-            .is_some()
-            .then(|| opts.image.clone()),
+    let way =
+        match (&opts.config, &opts.from, &opts.destination) {
+            (Some(_), None, Destination::Registry(d)) => Way::ToRegistry(d),
+            (Some(_), None, Destination::Disk(dir)) => Way::ToDisk(dir),
+            (None, Some(dir), Destination::Registry(d)) => Way::FromDisk(dir, d),
+            (None, Some(_), Destination::Disk(_)) => {
+                return Err(Error::Usage(
+                    "--from file://DIR goes to a registry: docker://REGISTRY[/PREFIX]".into(),
+                ))
+            }
+            (Some(_), Some(_), _) => return Err(Error::Usage(
+                "--config and --from exclude each other: a mirror to disk holds its configuration"
+                    .into(),
+            )),
+            (None, None, _) => {
+                return Err(Error::Usage(
+                    "--config FILE or --from file://DIR is required".into(),
+                ))
+            }
+        };
+    if opts.sign_key.is_some() && matches!(way, Way::ToDisk(_)) {
+        return Err(Error::Usage(
+            "--sign-key signs catalogs as they are pushed: give it to the run with --from file://DIR".into(),
+        ));
+    }
+    let workspace = opts.workspace_dir();
+    let (cfg, plan, layout_names) = match way {
+        Way::FromDisk(dir, dest) => {
+            unpack(dir)?;
+            let (cfg, listing) = disk::read(dir)?;
+            let (plan, names) = disk::plan(&cfg, &listing, dest, opts.max_nested_paths)?;
+            (cfg, plan, names)
+        }
+        Way::ToRegistry(_) | Way::ToDisk(_) => {
+            let cfg = read_config(opts.config.as_deref().unwrap_or(Path::new("")))?;
+            let dest = match way {
+                Way::ToRegistry(d) => d.to_string(),
+                _ => String::new(),
+            };
+            let p = plan::plan(
+                &cfg,
+                &PlanOptions {
+                    image: opts.image.clone(),
+                    destination: dest,
+                    max_nested_paths: opts.max_nested_paths,
+                },
+            )?;
+            (cfg, p, Vec::new())
+        }
     };
     for op in &cfg.mirror.operators {
-        if !op.target_catalog_source_template.is_empty() {
+        if !op.target_catalog_source_template.is_empty() && !matches!(way, Way::ToDisk(_)) {
             resources::check_template(Path::new(&op.target_catalog_source_template))
                 .map_err(Error::Usage)?;
         }
     }
+    let transfer = transfer_options(opts, &way);
     let mut report = Report {
         plan,
         ..Default::default()
@@ -161,55 +240,200 @@ pub fn mirror(opts: &MirrorOptions, progress: &dyn Progress) -> Result<Report, E
         .collect();
     if opts.dry_run {
         report.inspected = transfer::inspect_all(&report.plan.images, &transfer);
-        let dir = opts.workspace.join("dry-run");
+        let dir = workspace.join("dry-run");
         let mapping = workspace::mapping(&report.plan, &report.inspected, &catalogs);
         let plan_json = workspace::plan_json(&report.plan, &report.inspected);
         write(&mut report, &dir.join("mapping.txt"), mapping.as_bytes())?;
         write(&mut report, &dir.join("plan.json"), &pretty(&plan_json))?;
-        write_resources(&mut report, &dir.join("cluster-resources"), opts)?;
+        if !matches!(way, Way::ToDisk(_)) {
+            write_resources(&mut report, &dir.join("cluster-resources"), opts)?;
+        }
         return Ok(report);
     }
     let plan_json = pretty(&workspace::plan_json(&report.plan, &[]));
-    write(&mut report, &opts.workspace.join("plan.json"), &plan_json)?;
+    write(&mut report, &workspace.join("plan.json"), &plan_json)?;
     report.outcomes = transfer::copy_all(&report.plan.images, &transfer, progress);
     report.not_attempted = report.plan.images.len() - report.outcomes.len();
     let mapping = workspace::mapping(&report.plan, &[], &catalogs);
     write(
         &mut report,
-        &opts.workspace.join("mapping.txt"),
+        &workspace.join("mapping.txt"),
         mapping.as_bytes(),
     )?;
     let results = workspace::results_json(&report.outcomes);
     write(
         &mut report,
-        &opts.workspace.join("results.json"),
+        &workspace.join("results.json"),
         &pretty(&results),
     )?;
     if !report.failures().is_empty() || report.not_attempted > 0 {
-        // A catalog is pushed only when every image it names is at the destination.
+        // A catalog goes only where every image it names is.
         return Ok(report);
     }
-    let rebuild = RebuildOptions {
+    match way {
+        Way::ToRegistry(_) => push_rebuilt(&mut report, opts, progress)?,
+        Way::ToDisk(dir) => to_disk(&mut report, opts, &cfg, dir, progress)?,
+        Way::FromDisk(dir, _) => push_from_disk(&mut report, opts, dir, &layout_names, progress)?,
+    }
+    if !matches!(way, Way::ToDisk(_)) {
+        write_resources(&mut report, &workspace.join("cluster-resources"), opts)?;
+    }
+    Ok(report)
+}
+
+fn transfer_options(opts: &MirrorOptions, way: &Way) -> TransferOptions {
+    TransferOptions {
+        source: opts.source.clone(),
+        destination: opts.dest.clone(),
+        parallel_images: opts.parallel_images,
+        parallel_layers: opts.parallel_layers,
+        keep_going: opts.keep_going,
+        remove_signatures: opts.remove_signatures,
+        max_manifest_size: opts.image.max_manifest_size,
+        chunk_size: 16 << 20,
+        placements: match way {
+            Way::ToRegistry(_) | Way::FromDisk(..) if !opts.dry_run => {
+                Some(opts.workspace.join("placements.tsv"))
+            }
+            _ => None,
+        },
+        policy: opts
+            .image
+            .signature_policy
+            .is_some()
+            .then(|| opts.image.clone()),
+        from: match way {
+            Way::FromDisk(dir, _) => End::Layout(dir.to_path_buf()),
+            _ => End::Registry,
+        },
+        to: match way {
+            Way::ToDisk(dir) => End::Layout(dir.to_path_buf()),
+            _ => End::Registry,
+        },
+        image_timeout: opts.image_timeout,
+    }
+}
+
+/// Unpacks DIR's archives over it, when it has any (blobs already there are skipped).
+fn unpack(dir: &Path) -> Result<(), Error> {
+    let archives = disk::archives(dir).map_err(Error::Usage)?;
+    if !archives.is_empty() {
+        super::archive::unpack(&archives, dir).map_err(Error::failed)?;
+    }
+    Ok(())
+}
+
+/// Rebuilds each filtered catalog and pushes it (signed with the key, if any).
+fn push_rebuilt(
+    report: &mut Report,
+    opts: &MirrorOptions,
+    progress: &dyn Progress,
+) -> Result<(), Error> {
+    let rebuild = rebuild_options(opts);
+    for i in 0..report.plan.catalogs.len() {
+        let c = &report.plan.catalogs[i];
+        progress.image_started(&c.destination);
+        let r = rebuild::rebuild(c, &rebuild, &crate::image::copy::NoProgress)?;
+        sign(report, opts, &r)?;
+        progress.image_done(&r.destination, true);
+        report.rebuilt.push(r);
+    }
+    Ok(())
+}
+
+fn rebuild_options(opts: &MirrorOptions) -> RebuildOptions {
+    RebuildOptions {
         image: opts.image.clone(),
         catalog_base: opts.catalog_base.clone(),
         destination: opts.dest.clone(),
         chunk_size: 16 << 20,
-    };
+    }
+}
+
+/// Signs a pushed catalog with the key, if one was given.
+fn sign(report: &mut Report, opts: &MirrorOptions, r: &Rebuilt) -> Result<(), Error> {
+    if let Some(key) = &opts.sign_key {
+        let to = crate::image::reference::parse(&r.destination).map_err(Error::Usage)?;
+        let limit = opts.image.max_manifest_size;
+        let s = crate::image::signature::sign_pushed(&to, &r.digest, key, &opts.dest, limit)
+            .map_err(|e| Error::failed(crate::image::one_line(&e)))?;
+        report.signed.push(format!("{} {}", r.destination, s.tag));
+    }
+    Ok(())
+}
+
+/// Mirror to disk's end: each filtered catalog rebuilt into the layout, the listing and the
+/// configuration written, the run recorded in the history, and the archives packed when the
+/// configuration has an `archiveSize` or `--since` was given.
+fn to_disk(
+    report: &mut Report,
+    opts: &MirrorOptions,
+    cfg: &ImageSetConfiguration,
+    dir: &Path,
+    progress: &dyn Progress,
+) -> Result<(), Error> {
+    let rebuild = rebuild_options(opts);
     for c in &report.plan.catalogs {
         progress.image_started(&c.destination);
-        let r = rebuild::rebuild(c, &rebuild, &crate::image::copy::NoProgress)?;
-        if let Some(key) = &opts.sign_key {
-            let to = crate::image::reference::parse(&r.destination).map_err(Error::Usage)?;
-            let limit = opts.image.max_manifest_size;
-            let s = crate::image::signature::sign_pushed(&to, &r.digest, key, &opts.dest, limit)
-                .map_err(|e| Error::failed(crate::image::one_line(&e)))?;
-            report.signed.push(format!("{} {}", r.destination, s.tag));
-        }
+        let r = rebuild::rebuild_to_layout(c, &rebuild, dir, &c.destination)?;
         progress.image_done(&c.destination, true);
         report.rebuilt.push(r);
     }
-    write_resources(&mut report, &opts.workspace.join("cluster-resources"), opts)?;
-    Ok(report)
+    let digests: Vec<String> = report.rebuilt.iter().map(|r| r.digest.clone()).collect();
+    let listing = disk::listing(&report.plan, &digests);
+    let mut text = serde_json::to_vec_pretty(&listing).map_err(|e| Error::failed(e.to_string()))?;
+    text.push(b'\n');
+    let config = opts.config.as_deref().unwrap_or(Path::new(""));
+    let config_text =
+        std::fs::read(config).map_err(|e| Error::Usage(format!("{}: {e}", config.display())))?;
+    write(report, &dir.join(disk::CONFIG), &config_text)?;
+    write(report, &dir.join(disk::LISTING), &text)?;
+    let history = disk::record(dir).map_err(Error::failed)?;
+    report.written.push(dir.join(super::history::FILE));
+    if cfg.archive_size.is_some() || opts.since.is_some() {
+        let packed = disk::pack(dir, &history, opts.since.as_ref(), cfg.archive_size)
+            .map_err(Error::failed)?;
+        report.archives = packed;
+    }
+    Ok(())
+}
+
+/// Disk to mirror's end: each rebuilt catalog copied from the layout to its destination.
+fn push_from_disk(
+    report: &mut Report,
+    opts: &MirrorOptions,
+    dir: &Path,
+    names: &[String],
+    progress: &dyn Progress,
+) -> Result<(), Error> {
+    let mut copy = crate::image::copy::CopyOptions::new(opts.dest.clone());
+    copy.max_manifest_size = opts.image.max_manifest_size;
+    for (i, name) in names.iter().enumerate() {
+        let c = &report.plan.catalogs[i];
+        progress.image_started(&c.destination);
+        let to = crate::image::reference::parse(&c.destination).map_err(Error::Usage)?;
+        let from = ImageSource::Layout {
+            dir: dir.to_path_buf(),
+            tag: Some(name.clone()),
+        };
+        let copied = crate::image::copy::copy(
+            &from,
+            &ImageSource::Registry(to),
+            &copy,
+            &crate::image::copy::NoProgress,
+        )
+        .map_err(|e| Error::failed(crate::image::one_line(&e)))?;
+        let r = Rebuilt {
+            destination: c.destination.clone(),
+            digest: copied.digest,
+            platforms: Vec::new(),
+            with_cache: false,
+        };
+        sign(report, opts, &r)?;
+        progress.image_done(&r.destination, true);
+        report.rebuilt.push(r);
+    }
+    Ok(())
 }
 
 /// The cluster resources of the plan's images and catalogs, written to `dir`.

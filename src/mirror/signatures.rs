@@ -117,6 +117,45 @@ pub fn find(
     Ok(out)
 }
 
+/// What a layout written by a mirror to disk holds about each of `digests`: the signature tags
+/// named `REGISTRY/REPOSITORY:TAG` of `from`'s repository, then the referrers named
+/// `REGISTRY/REPOSITORY@DIGEST` whose `subject` is one of `digests`.
+pub fn find_in_layout(
+    layout: &mut crate::image::layout_source::Layout,
+    from: &Reference,
+    digests: &[String],
+    limit: u64,
+) -> Result<Vec<Found>> {
+    use crate::image::registry::BlobSource;
+    let entries = layout.entries(limit)?;
+    let repo = format!("{}/{}", from.registry, from.repository);
+    let mut out = Vec::new();
+    for d in digests {
+        for tag in tags_of(d) {
+            let name = format!("{repo}:{tag}");
+            if let Some(e) = entries.iter().find(|e| e.name == name) {
+                out.push(Found::Tag {
+                    tag,
+                    digest: e.digest.clone(),
+                });
+            }
+        }
+    }
+    let prefix = format!("{repo}@");
+    for e in entries.iter().filter(|e| e.name.starts_with(&prefix)) {
+        let bytes = layout.manifest(&e.digest, limit)?.bytes;
+        let subject = serde_json::from_slice::<serde_json::Value>(&bytes)
+            .ok()
+            .and_then(|v| v.pointer("/subject/digest")?.as_str().map(str::to_string));
+        if subject.is_some_and(|s| digests.contains(&s)) {
+            out.push(Found::Referrer {
+                digest: e.digest.clone(),
+            });
+        }
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -7,14 +7,15 @@
 //! With each image go its signatures ([`super::signatures`]). A failure stops the run unless
 //! `keep_going` is set; either way every failure is reported.
 
+pub use super::ends::End;
+use super::ends::{Reader, Writer};
 use super::placements;
-use super::plan::{digest_tag, PlannedImage};
+use super::plan::PlannedImage;
 use super::signatures::{self, Found};
 use crate::image::copy::{self, CopyOptions, InFlight, Sent};
 use crate::image::manifest::{self, Manifest};
-use crate::image::reference::{self, ImageSource, Reference};
-use crate::image::registry::{BlobSource, Connection, Registry};
-use crate::image::tags;
+use crate::image::reference::{self, Reference};
+use crate::image::registry::{Connection, Registry};
 use anyhow::{anyhow, Result};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -37,6 +38,12 @@ pub struct TransferOptions {
     /// The source side's image options when a `--signature-policy` is to be satisfied: each
     /// image's digest is checked before it is copied.
     pub policy: Option<crate::image::ImageOptions>,
+    /// Where the images are read: registries, or the layout of a mirror to disk.
+    pub from: End,
+    /// Where they go: registries, or a layout (named by their sources).
+    pub to: End,
+    /// The longest one image's copy may take, its signatures included (`--image-timeout`).
+    pub image_timeout: Option<std::time::Duration>,
 }
 
 /// What the mirror reports as it goes; called from the copying threads.
@@ -142,9 +149,9 @@ fn inspect(
     out: &mut Inspected,
 ) -> Result<()> {
     let from = reference::parse(&img.wanted.source).map_err(|e| anyhow!("{e}"))?;
-    let mut src = Registry::new(&from, &opts.source)?;
+    let mut src = Reader::open(&opts.from, &from, &opts.source)?;
     let limit = opts.max_manifest_size;
-    let top = src.manifest(from.manifest_ref(), limit)?;
+    let top = src.top(&img.wanted.source, &from, limit)?;
     out.digest = crate::image::cache::digest_of(&top.bytes);
     let mut digests = vec![out.digest.clone()];
     let mut images = Vec::new();
@@ -163,20 +170,50 @@ fn inspect(
         m => images.push(m),
     }
     let blobs = manifest::blobs_of(images).unwrap_or_default();
-    let Ends { to, .. } = ends(&img.wanted.source, &img.destination, &out.digest)?;
-    let mut dest = Registry::new(&to, &opts.destination)?;
+    let dest = Writer::open(
+        &opts.to,
+        &from,
+        &img.destination,
+        &out.digest,
+        &opts.destination,
+    )?;
+    let present = |d: &str| -> Result<bool> {
+        match &dest {
+            Writer::Registry { to, .. } => {
+                let mut reg = Registry::new(to, &opts.destination)?;
+                crate::image::upload::exists(&mut reg, d)
+            }
+            Writer::Layout { dir, .. } => {
+                Ok(crate::image::layout::LayoutWriter::create(dir).is_ok_and(|w| w.has(d)))
+            }
+        }
+    };
     for (d, size) in &blobs {
         out.blobs += 1;
         out.bytes += size;
-        if crate::image::upload::exists(&mut dest, d)? {
+        if present(d)? {
             out.present += 1;
             out.present_bytes += size;
         }
     }
     if !opts.remove_signatures {
-        out.signatures = signatures::find(&mut src, &from, &digests, cache)?;
+        out.signatures = find_signatures(&mut src, &from, &digests, cache, limit)?;
     }
     Ok(())
+}
+
+/// What travels with an image, found where it is read.
+fn find_signatures(
+    src: &mut Reader,
+    from: &Reference,
+    digests: &[String],
+    cache: &signatures::Cache,
+    limit: u64,
+) -> Result<Vec<Found>> {
+    match src {
+        Reader::Registry(reg) => signatures::find(reg, from, digests, cache),
+        Reader::Layout(layout, _) => signatures::find_in_layout(layout, from, digests, limit),
+    }
 }
 
 /// Runs `f` on `0..count`, `workers` at a time; once `stop` holds for a result, no new item
@@ -230,29 +267,23 @@ fn copy_one(
         destination: img.destination.clone(),
         ..Default::default()
     };
+    // Every request of this image's copy, on either side, ends by its deadline.
+    let timed;
+    let opts = match opts.image_timeout {
+        Some(t) => {
+            let mut o = opts.clone();
+            let deadline = std::time::Instant::now() + t;
+            o.source.deadline = Some(deadline);
+            o.destination.deadline = Some(deadline);
+            timed = o;
+            &timed
+        }
+        None => opts,
+    };
     if let Err(e) = try_copy(img, opts, shared, progress, &mut out) {
         out.error = Some(crate::image::one_line(&e));
     }
     out
-}
-
-/// The source and destination of one image, parsed: the destination always by tag.
-pub struct Ends {
-    pub from: Reference,
-    pub to: Reference,
-}
-
-/// Parses an image's source and destination; an image named by digest alone is tagged
-/// [`digest_tag`] at the destination.
-pub fn ends(source: &str, destination: &str, digest: &str) -> Result<Ends> {
-    let parse = |s: &str| reference::parse(s).map_err(|e| anyhow!("{s}: {e}"));
-    let from = parse(source)?;
-    let mut to = parse(destination)?;
-    if to.tag.is_none() {
-        to.tag = Some(digest_tag(digest));
-    }
-    to.digest = None;
-    Ok(Ends { from, to })
 }
 
 fn try_copy(
@@ -263,8 +294,9 @@ fn try_copy(
     out: &mut Outcome,
 ) -> Result<()> {
     let from = reference::parse(&img.wanted.source).map_err(|e| anyhow!("{e}"))?;
-    let mut src = Registry::new(&from, &opts.source)?;
-    let top = src.manifest(from.manifest_ref(), opts.max_manifest_size)?;
+    let limit = opts.max_manifest_size;
+    let mut src = Reader::open(&opts.from, &from, &opts.source)?;
+    let top = src.top(&img.wanted.source, &from, limit)?;
     let digest = crate::image::cache::digest_of(&top.bytes);
     if from.digest.as_deref().is_some_and(|d| d != digest) {
         return Err(anyhow!(
@@ -273,18 +305,22 @@ fn try_copy(
         ));
     }
     out.digest = digest.clone();
-    if let Some(p) = &opts.policy {
+    if let (Some(p), End::Registry) = (&opts.policy, &opts.from) {
         crate::image::check_signature_policy(std::path::Path::new(&img.wanted.source), p, &digest)?;
     }
-    let Ends { from, to } = ends(&img.wanted.source, &img.destination, &digest)?;
-    let tag = to.tag.clone().unwrap_or_default();
-    let mut dest = Registry::new(&to, &opts.destination)?;
-    out.already_there = tags::head_manifest(&mut dest, &tag)?.as_deref() == Some(&digest);
+    let mut dest = Writer::open(
+        &opts.to,
+        &from,
+        &img.destination,
+        &digest,
+        &opts.destination,
+    )?;
+    out.already_there = dest.holds(&digest, limit)?;
     if !out.already_there {
         let copied = copy::copy_digest(
-            &ImageSource::Registry(from.clone()),
+            &src.image(&from),
             &digest,
-            &ImageSource::Registry(to.clone()),
+            &dest.image(),
             &copy_options(opts, shared),
             &Bytes {
                 progress,
@@ -306,59 +342,41 @@ fn try_copy(
     {
         digests.extend(manifests.into_iter().map(|d| d.digest));
     }
-    let found = signatures::find(&mut src, &from, &digests, &shared.found)?;
-    out.signatures = copy_signatures(&found, &from, &to, &mut dest, opts, shared)?;
+    let found = find_signatures(&mut src, &from, &digests, &shared.found, limit)?;
+    out.signatures = copy_signatures(&found, &src, &from, &mut dest, opts, shared)?;
     Ok(())
 }
 
 /// Copies each signature, attestation, SBOM and referrer the destination lacks.
 fn copy_signatures(
     found: &[Found],
+    src: &Reader,
     from: &Reference,
-    to: &Reference,
-    dest: &mut Registry,
+    dest: &mut Writer,
     opts: &TransferOptions,
     shared: &Shared,
 ) -> Result<Vec<String>> {
+    let limit = opts.max_manifest_size;
     let mut copied = Vec::new();
     for f in found {
-        let (src_ref, dest_ref) = match f {
-            Found::Tag { tag, digest } => {
-                if tags::head_manifest(dest, tag)?.as_deref() == Some(digest.as_str()) {
-                    continue;
-                }
-                let mut s = from.clone();
-                s.tag = Some(tag.clone());
-                s.digest = Some(digest.clone());
-                let mut d = to.clone();
-                d.tag = Some(tag.clone());
-                (s, d)
-            }
-            Found::Referrer { digest } => {
-                if tags::head_manifest(dest, digest)?.is_some() {
-                    continue;
-                }
-                let mut s = from.clone();
-                s.tag = None;
-                s.digest = Some(digest.clone());
-                let mut d = to.clone();
-                d.tag = None;
-                d.digest = Some(digest.clone());
-                (s, d)
-            }
+        let (digest, (to, there), name) = match f {
+            Found::Tag { tag, digest } => (digest, dest.tag_beside(tag, digest, limit)?, tag),
+            Found::Referrer { digest } => (digest, dest.referrer_beside(digest, limit)?, digest),
         };
-        let digest = src_ref.digest.clone().unwrap_or_default();
+        if there {
+            continue;
+        }
+        let mut s = from.clone();
+        s.tag = None;
+        s.digest = Some(digest.clone());
         copy::copy_digest(
-            &ImageSource::Registry(src_ref),
-            &digest,
-            &ImageSource::Registry(dest_ref.clone()),
+            &src.image(&s),
+            digest,
+            &to,
             &copy_options(opts, shared),
             &copy::NoProgress,
         )?;
-        copied.push(match f {
-            Found::Tag { tag, .. } => tag.clone(),
-            Found::Referrer { digest } => digest.clone(),
-        });
+        copied.push(name.clone());
     }
     Ok(copied)
 }
