@@ -52,6 +52,7 @@ mod load;
 mod migrate_cli;
 mod mirror;
 mod mirror_disk;
+mod mirror_runs;
 mod registry_client;
 mod render_fidelity;
 mod render_template_cli;

@@ -165,7 +165,7 @@ pub fn record(dir: &Path, added: &[PathBuf], now: SystemTime) -> Result<History,
     });
     let mut text = serde_json::to_string_pretty(&h).map_err(|e| format!("{FILE}: {e}"))?;
     text.push('\n');
-    super::resources::write_atomic(&dir.join(FILE), text.as_bytes())?;
+    super::workspace::write_named(&dir.join(FILE), text.as_bytes())?;
     Ok(h)
 }
 

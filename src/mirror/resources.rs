@@ -136,7 +136,7 @@ pub fn write(dir: &Path, files: &[(String, String)]) -> Result<(), String> {
         if name.contains(['/', '\\']) || !is_resource_file(name) {
             return Err(format!("{name}: not a cluster resource file name"));
         }
-        write_atomic(&dir.join(name), text.as_bytes())?;
+        super::workspace::write_named(&dir.join(name), text.as_bytes())?;
     }
     let listing = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     for entry in listing.flatten() {
@@ -146,21 +146,6 @@ pub fn write(dir: &Path, files: &[(String, String)]) -> Result<(), String> {
                 .map_err(|e| format!("{}: {e}", entry.path().display()))?;
         }
     }
-    Ok(())
-}
-
-/// Writes `bytes` to `path` through a temporary file in the same directory, mode 0644.
-pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
-    use std::io::Write;
-    use std::os::unix::fs::PermissionsExt;
-    let err = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
-    let parent = path.parent().unwrap_or(Path::new("."));
-    let mut tmp = tempfile::NamedTempFile::new_in(parent).map_err(|e| err(&e))?;
-    tmp.write_all(bytes).map_err(|e| err(&e))?;
-    tmp.as_file()
-        .set_permissions(std::fs::Permissions::from_mode(0o644))
-        .map_err(|e| err(&e))?;
-    tmp.persist(path).map_err(|e| err(&e.error))?;
     Ok(())
 }
 

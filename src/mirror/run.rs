@@ -479,8 +479,7 @@ fn pretty(v: &serde_json::Value) -> Vec<u8> {
 }
 
 fn write(report: &mut Report, path: &Path, bytes: &[u8]) -> Result<(), Error> {
-    workspace::write_file(path, bytes)
-        .map_err(|e| Error::failed(format!("{}: {e}", path.display())))?;
+    workspace::write_named(path, bytes).map_err(Error::failed)?;
     report.written.push(path.to_path_buf());
     Ok(())
 }

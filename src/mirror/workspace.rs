@@ -9,15 +9,24 @@ use serde_json::{json, Value};
 use std::io::Write;
 use std::path::Path;
 
-/// Writes `bytes` to `path` whole or not at all, creating its directory.
-pub fn write_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+/// Writes `bytes` to `path` whole or not at all (a temporary file beside it, synced and
+/// renamed), mode 0644, creating its directory.
+fn write_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
     let mut t = tempfile::NamedTempFile::new_in(dir)?;
     t.write_all(bytes)?;
+    t.as_file()
+        .set_permissions(std::fs::Permissions::from_mode(0o644))?;
     t.as_file().sync_all()?;
     t.persist(path).map_err(|e| e.error)?;
     Ok(())
+}
+
+/// [`write_file`], the error one line naming the file.
+pub fn write_named(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    write_file(path, bytes).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// `docker://SOURCE=docker://DESTINATION`, one line per image as the catalog or configuration
