@@ -49,6 +49,7 @@ targets=(
     image_layer:65536:
     imageset_config:8192:
     mirror_history:8192:
+    mirror_listing:16384:
     mirror_archive:65536:
     catalog_source_template:4096:
     signature_policy:8192:

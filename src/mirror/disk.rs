@@ -108,27 +108,24 @@ pub fn read(dir: &Path) -> Result<(ImageSetConfiguration, Listing), Error> {
         ))
     })?;
     let text = std::fs::read(dir.join(LISTING)).map_err(|e| lacking(LISTING, e))?;
-    let l: Listing = serde_json::from_slice(&text)
+    let l = parse_listing(&text, cfg.mirror.operators.len())
         .map_err(|e| Error::Usage(format!("{}: {e}", dir.join(LISTING).display())))?;
-    if l.version != VERSION {
-        return Err(Error::Usage(format!(
-            "{}: version {} (this opreg reads version {VERSION})",
-            dir.join(LISTING).display(),
-            l.version
-        )));
-    }
-    if let Some(c) = l
-        .catalogs
-        .iter()
-        .find(|c| c.entry >= cfg.mirror.operators.len())
-    {
-        return Err(Error::Usage(format!(
-            "{}: catalog {} has no entry in {CONFIG}",
-            dir.join(LISTING).display(),
-            c.pinned
-        )));
-    }
     Ok((cfg, l))
+}
+
+/// Parses a listing and checks it against a configuration of `operators` catalog entries.
+pub fn parse_listing(text: &[u8], operators: usize) -> Result<Listing, String> {
+    let l: Listing = serde_json::from_slice(text).map_err(|e| e.to_string())?;
+    if l.version != VERSION {
+        return Err(format!(
+            "version {} (this opreg reads version {VERSION})",
+            l.version
+        ));
+    }
+    if let Some(c) = l.catalogs.iter().find(|c| c.entry >= operators) {
+        return Err(format!("catalog {} has no entry in {CONFIG}", c.pinned));
+    }
+    Ok(l)
 }
 
 /// The plan a disk-to-mirror run carries out: the listing's catalogs and images, named at
@@ -220,6 +217,47 @@ pub fn archives(dir: &Path) -> Result<Vec<PathBuf>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_listing_is_planned_at_the_destination_and_checked_against_the_configuration() {
+        let seed = include_bytes!("../../fuzz/seeds/mirror_listing/one_catalog.json");
+        let l = parse_listing(seed, 1).unwrap();
+        let mut cfg = ImageSetConfiguration::default();
+        cfg.mirror.operators.push(super::super::config::Operator {
+            catalog: "registry.example.com/catalogs/operators:v1".into(),
+            ..Default::default()
+        });
+        let (p, names) = plan(&cfg, &l, "mirror.example.com:5000/m", 0).unwrap();
+        assert_eq!(names, ["catalogs/operators:v1"]);
+        assert_eq!(
+            p.catalogs[0].destination,
+            "mirror.example.com:5000/m/catalogs/operators:v1"
+        );
+        let dests: Vec<&str> = p.images.iter().map(|i| i.destination.as_str()).collect();
+        assert_eq!(
+            dests,
+            [
+                "mirror.example.com:5000/m/etcd/etcd-bundle@sha256:3333333333333333333333333333333333333333333333333333333333333333",
+                "mirror.example.com:5000/m/mirrored/ubi:nine",
+            ]
+        );
+        // Written back, it reads the same.
+        let again = serde_json::to_vec(&listing(
+            &p,
+            &["sha256:2222222222222222222222222222222222222222222222222222222222222222".into()],
+        ))
+        .unwrap();
+        let mut back = parse_listing(&again, 1).unwrap();
+        back.catalogs[0].name = l.catalogs[0].name.clone();
+        assert_eq!(back.images, l.images);
+        let e = parse_listing(seed, 0).unwrap_err();
+        assert!(e.contains("has no entry"), "{e}");
+        let e = parse_listing(
+            br#"{"version":2,"catalogs":[],"images":[],"blocked":[]}"#,
+            0,
+        );
+        assert!(e.unwrap_err().contains("version 2"));
+    }
 
     #[test]
     fn archives_are_listed_in_order_and_nothing_else() {
