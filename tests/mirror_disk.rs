@@ -291,3 +291,47 @@ fn disk_arguments_are_checked_before_anything_is_read() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("2026-13-01"), "{err}");
 }
+
+#[test]
+fn a_catalog_in_an_oci_layout_is_mirrored_as_oc_mirror_names_it() {
+    let src = Source::start();
+    let ctx = Ctx::new();
+    // The catalog copied into a layout by skopeo, as oc-mirror's users make them.
+    let layout = ctx.path("Operator-Index");
+    let out = std::process::Command::new("skopeo")
+        .args(["copy", "--all", "--src-tls-verify=false"])
+        .arg(format!("docker://{}", src.catalog()))
+        .arg(format!("oci:{}", layout.display()))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let cfg = src.config(&ctx.path(""), &format!("oci://{}", layout.display()), "");
+    let dst = Registry::http();
+    let dest = format!("{}/m", dst.host());
+    let ws = ctx.path("ws");
+    let (code, _, err) = ctx.run(&[
+        "mirror",
+        "--use-http",
+        "--config",
+        cfg.to_str().unwrap(),
+        "--workspace",
+        ws.to_str().unwrap(),
+        &format!("docker://{dest}"),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    for r in src.expected(true) {
+        assert!(raw(&at(&src, &dest, &r)).is_some(), "{r}: {err}");
+    }
+    // The directory's last component, lower-cased, and `latest`, as oc-mirror names it.
+    let catalog = format!("{dest}/operator-index:latest");
+    snapshot(&src, &dest, &catalog, &["dep", "etcd"]);
+    let mapping = std::fs::read_to_string(ws.join("mapping.txt")).unwrap();
+    assert!(
+        mapping.contains(&format!("oci://{}=docker://{catalog}", layout.display())),
+        "{mapping}"
+    );
+}

@@ -94,19 +94,16 @@ pub fn plan(cfg: &ImageSetConfiguration, opts: &PlanOptions) -> Result<Plan, Err
 
 fn plan_catalog(op: &Operator, opts: &PlanOptions) -> Result<PlannedCatalog, Error> {
     let fail = |why: String| Error::failed(format!("catalog {}: {why}", op.catalog));
-    let source = match reference::parse_source(&op.catalog) {
-        Ok(ImageSource::Registry(r)) => r,
-        Ok(ImageSource::Layout { .. }) | Err(_) => {
-            return Err(Error::Usage(format!(
-                "catalog {:?}: not a registry reference",
-                op.catalog
-            )))
-        }
-    };
-    let digest = crate::image::current_digest(&PathBuf::from(&op.catalog), &opts.image)
+    let source = catalog_source(&op.catalog)?;
+    let spec = source_text(&source);
+    let digest = crate::image::current_digest(&PathBuf::from(&spec), &opts.image)
         .map_err(|e| Error::failed(crate::image::one_line(&e)))?
         .ok_or_else(|| fail("not an image reference".into()))?;
-    let pinned = format!("{}/{}@{digest}", source.registry, source.repository);
+    // A registry's tag may move: everything after this uses the digest. A layout is local.
+    let pinned = match &source {
+        ImageSource::Registry(r) => format!("{}/{}@{digest}", r.registry, r.repository),
+        ImageSource::Layout { .. } => spec,
+    };
     let resolved =
         crate::load::resolve(&[PathBuf::from(&pinned)], &opts.image, &Default::default())?;
     let configs_path = match resolved.images.first().and_then(|i| i.as_ref()) {
@@ -179,6 +176,25 @@ fn plan_catalog(op: &Operator, opts: &PlanOptions) -> Result<PlannedCatalog, Err
     })
 }
 
+/// A catalog of the configuration: a registry reference, or an OCI layout as oc-mirror writes
+/// it (`oci:///abs/dir`, `oci://rel/dir`) or as opreg does (`oci:DIR[:TAG]`).
+pub fn catalog_source(catalog: &str) -> Result<ImageSource, Error> {
+    let spec = match catalog.strip_prefix("oci://") {
+        Some(dir) => format!("oci:{dir}"),
+        None => catalog.to_string(),
+    };
+    reference::parse_source(&spec).map_err(|e| Error::Usage(format!("catalog {catalog:?}: {e}")))
+}
+
+/// An image source as `load` and the image builder read it.
+fn source_text(s: &ImageSource) -> String {
+    match s {
+        ImageSource::Registry(r) => r.given.clone(),
+        ImageSource::Layout { dir, tag: None } => format!("oci:{}", dir.display()),
+        ImageSource::Layout { dir, tag: Some(t) } => format!("oci:{}:{t}", dir.display()),
+    }
+}
+
 /// Where an image goes ([`images::destination`]); with no destination (a mirror to disk), its
 /// source reference, its name in the layout.
 pub fn image_destination(w: &Wanted, dest: &str, max_nested: usize) -> Result<String, Error> {
@@ -189,30 +205,45 @@ pub fn image_destination(w: &Wanted, dest: &str, max_nested: usize) -> Result<St
 }
 
 /// `DEST/<targetCatalog, else the source path>:<targetTag, else the source tag>`; a catalog
-/// named by digest alone gets [`digest_tag`]. With no destination (a mirror to disk), the
-/// rebuilt catalog's name in the layout: `<path>:<tag>`.
+/// named by digest alone gets [`digest_tag`]; one in an OCI layout, as oc-mirror names it, the
+/// directory's last component and `latest` (or the layout tag it names). With no destination
+/// (a mirror to disk), the rebuilt catalog's name in the layout: `<path>:<tag>`.
 pub fn catalog_destination(
     op: &Operator,
     digest: &str,
     dest: &str,
     max_nested: usize,
 ) -> Result<String, Error> {
-    let source = reference::parse(&op.catalog)
-        .map_err(|e| Error::Usage(format!("catalog {:?}: {e}", op.catalog)))?;
+    let (registry, repository, tag) = match catalog_source(&op.catalog)? {
+        ImageSource::Registry(r) => {
+            let tag = r.tag.unwrap_or_else(|| digest_tag(digest));
+            (r.registry, r.repository, tag)
+        }
+        ImageSource::Layout { dir, tag } => {
+            let base = dir
+                .file_name()
+                .map(|n| n.to_string_lossy().to_lowercase())
+                .unwrap_or_default();
+            (
+                String::from("localhost"),
+                base,
+                tag.unwrap_or_else(|| "latest".into()),
+            )
+        }
+    };
     let path = match op.target_catalog.trim_matches('/') {
-        "" => source.repository.clone(),
+        "" => repository,
         t => t.to_string(),
     };
-    let tag = match (op.target_tag.as_str(), &source.tag) {
-        ("", Some(t)) => t.clone(),
-        ("", None) => digest_tag(digest),
-        (t, _) => t.to_string(),
+    let tag = match op.target_tag.as_str() {
+        "" => tag,
+        t => t.to_string(),
     };
     if dest.is_empty() {
         return Ok(format!("{path}:{tag}"));
     }
     let w = Wanted {
-        source: format!("{}/{path}:{tag}", source.registry),
+        source: format!("{registry}/{path}:{tag}"),
         target_repo: Some(path),
         target_tag: Some(tag),
         origins: Vec::new(),

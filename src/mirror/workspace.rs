@@ -34,7 +34,12 @@ pub fn write_named(path: &Path, bytes: &[u8]) -> Result<(), String> {
 pub fn mapping(plan: &Plan, inspected: &[Inspected], catalogs: &[(String, String)]) -> String {
     let mut out = String::new();
     for (src, dst) in catalogs {
-        out.push_str(&format!("docker://{src}=docker://{dst}\n"));
+        // A catalog read from an OCI layout is named as oc-mirror names it.
+        let src = match src.strip_prefix("oci:") {
+            Some(dir) => format!("oci://{dir}"),
+            None => format!("docker://{src}"),
+        };
+        out.push_str(&format!("{src}=docker://{dst}\n"));
     }
     for (i, img) in plan.images.iter().enumerate() {
         out.push_str(&format!(
