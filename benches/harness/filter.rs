@@ -17,10 +17,12 @@ use crate::procs::{run_child, ChildStats};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The configuration; `CATALOG` is replaced by the pushed image's reference. Eight of the
-/// packages have bundles with `olm.package.required` or `olm.gvk.required` properties (two of
-/// which name packages the catalog lacks, so the resolver warns); the others mix plain
-/// entries, listed channels, channel and package version ranges and a `defaultChannel`.
+/// The configuration; `CATALOG` is replaced by the pushed image's reference. The first eight
+/// packages keep bundles with `olm.package.required` or `olm.gvk.required` properties (met by
+/// other packages of the catalog, listed or added, except those of `eclipse-che` and
+/// `l5-operator`, whose required packages the catalog lacks: the resolver warns); the entries
+/// mix plain packages, listed channels, channel and package version ranges and
+/// `defaultChannel`.
 pub const CONFIG: &str = "\
 apiVersion: mirror.openshift.io/v2alpha1
 kind: ImageSetConfiguration
@@ -40,10 +42,11 @@ mirror:
     - name: node-healthcheck-operator
       channels:
       - name: stable
+        minVersion: 0.7.0
     - name: kogito-operator
       channels:
       - name: 1.x
-        minVersion: 1.40.0
+        minVersion: 0.14.0
     - name: eclipse-che
       channels:
       - name: stable
