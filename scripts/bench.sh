@@ -23,7 +23,8 @@
 #   scripts/bench.sh --filter        only the mirror's filtering: `opreg mirror`'s plan of a
 #                                    20-package configuration over the community catalog as an
 #                                    image in a registry on loopback (examples/mirror_plan.rs,
-#                                    built in the dist profile; 5 rounds cold and warm), printed
+#                                    built in the dist profile; 5 rounds cold and warm), next to
+#                                    `opreg validate` of the image, printed, not written
 #   scripts/bench.sh --out FILE      write the report elsewhere
 #   scripts/bench.sh --baseline REV  measure the build of git revision REV side by side with this
 #                                    one (default: 92d76c1, the last build before this release's
@@ -119,7 +120,8 @@ if [ "$signing" = 1 ]; then
 fi
 
 if [ "$filter" = 1 ]; then
-  cargo build --profile dist --locked --quiet --example mirror-plan
+  cargo build --profile dist --locked --quiet --bin opreg --example mirror-plan
+  export OPREG_BENCH_BIN="$target_dir/dist/opreg"
   export OPREG_BENCH_PLAN_BIN="$target_dir/dist/examples/mirror-plan"
   cargo bench --bench harness -- filter ../shared/testdata/corpus/community-operators.fbc.json \
     --work "$tmp/work" "${extra[@]}"

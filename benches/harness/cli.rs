@@ -102,7 +102,8 @@ pub enum Cmd {
         work: PathBuf,
     },
     /// `opreg mirror`'s plan of a 20-package configuration over CATALOG as an image in a
-    /// registry on loopback, cold and warm, printed as Markdown (`scripts/bench.sh --filter`).
+    /// registry on loopback, cold and warm, next to `opreg validate` of the image, printed as
+    /// Markdown (`scripts/bench.sh --filter`).
     Filter {
         catalog: PathBuf,
         #[arg(long, default_value_t = 5)]

@@ -9,7 +9,8 @@
 //! the filter, dependencies, heads and the filtered catalog's validation), then with the cache
 //! that run filled (a rerun: the pin, then the same without the download). A dry run would go
 //! on to inspect every planned image at its source registry; that is the network's time, not
-//! the filter's, and is left out.
+//! the filter's, and is left out. For reference, each round also runs `opreg validate REF` with
+//! an empty cache: the same pull and whole-catalog read, nothing filtered.
 
 use crate::image::Pushed;
 use crate::measure::median;
@@ -109,25 +110,37 @@ pub fn plan_bin() -> PathBuf {
         })
 }
 
-fn plan_once(bin: &Path, config: &Path, cache: &Path, dir: &Path) -> Result<ChildStats, String> {
-    let mut cmd = Command::new(bin);
-    cmd.arg(config)
-        .arg("--use-http")
+/// One run of `cmd` with `--use-http --image-cache CACHE` added.
+fn once(mut cmd: Command, cache: &Path, dir: &Path) -> Result<ChildStats, String> {
+    cmd.arg("--use-http")
         .arg("--image-cache")
         .arg(cache)
-        .arg("--summary")
-        .arg(dir.join("summary.json"))
         .env_remove("OPREG_SIGNATURE_POLICY");
-    run_child(&mut cmd, &dir.join("plan.stderr"))
+    run_child(&mut cmd, &dir.join("child.stderr"))
 }
 
-/// Pushes `catalog` (repaired) and plans [`CONFIG`] `rounds` times cold and warm; returns the
-/// report section.
-pub fn measure(bin: &Path, catalog: &Path, work: &Path, rounds: usize) -> Result<String, String> {
-    if !bin.is_file() {
+/// The plan's runs, and the reference's.
+struct Runs {
+    cold: Vec<ChildStats>,
+    warm: Vec<ChildStats>,
+    /// `opreg validate REF`, cold.
+    validate: Vec<ChildStats>,
+}
+
+/// Pushes `catalog` (repaired) and plans [`CONFIG`] `rounds` times cold and warm, each round
+/// also `opreg validate`-ing the whole image cold (`opreg`: that binary); returns the report
+/// section.
+pub fn measure(
+    plan: &Path,
+    opreg: &Path,
+    catalog: &Path,
+    work: &Path,
+    rounds: usize,
+) -> Result<String, String> {
+    if !plan.is_file() {
         return Err(format!(
             "{}: not built (cargo build --release --example mirror-plan)",
-            bin.display()
+            plan.display()
         ));
     }
     let repaired = crate::corpus::repaired_copy(catalog, &work.join("corpus"))
@@ -138,46 +151,86 @@ pub fn measure(bin: &Path, catalog: &Path, work: &Path, rounds: usize) -> Result
     let config = dir.join("imageset.yaml");
     std::fs::write(&config, CONFIG.replace("CATALOG", &pushed.reference))
         .map_err(|e| e.to_string())?;
+    let summary = dir.join("summary.json");
     let cache = dir.join("cache");
-    let (mut cold, mut warm) = (Vec::new(), Vec::new());
+    let mut runs = Runs {
+        cold: Vec::new(),
+        warm: Vec::new(),
+        validate: Vec::new(),
+    };
     for _ in 0..rounds.max(1) {
+        let planning = || {
+            let mut c = Command::new(plan);
+            c.arg(&config).arg("--summary").arg(&summary);
+            c
+        };
         let _ = std::fs::remove_dir_all(&cache);
-        cold.push(plan_once(bin, &config, &cache, &dir)?);
-        warm.push(plan_once(bin, &config, &cache, &dir)?);
+        runs.cold.push(once(planning(), &cache, &dir)?);
+        runs.warm.push(once(planning(), &cache, &dir)?);
+        let _ = std::fs::remove_dir_all(&cache);
+        let mut validate = Command::new(opreg);
+        validate.arg("validate").arg(&pushed.reference);
+        runs.validate.push(once(validate, &cache, &dir)?);
     }
-    let summary = std::fs::read_to_string(dir.join("summary.json")).map_err(|e| e.to_string())?;
+    let summary = std::fs::read_to_string(&summary).map_err(|e| e.to_string())?;
     let summary: serde_json::Value = serde_json::from_str(&summary).map_err(|e| e.to_string())?;
-    Ok(section(catalog, &summary, &cold, &warm))
+    Ok(section(catalog, &summary, &runs))
 }
 
-/// The two target rows of one kind of run: the median wall time (with the lowest and highest,
-/// and the median CPU time) and the highest peak RSS.
-fn rows(label: &str, runs: &[ChildStats]) -> String {
+/// Some runs in figures: the median wall time, the lowest and highest, the median CPU time and
+/// the highest peak RSS in bytes.
+struct Figures {
+    wall: f64,
+    lo: f64,
+    hi: f64,
+    cpu: f64,
+    peak: f64,
+}
+
+fn figures(runs: &[ChildStats]) -> Figures {
     let secs = |f: fn(&ChildStats) -> f64| runs.iter().map(f).collect::<Vec<_>>();
     let walls = secs(|r| r.wall.as_secs_f64());
-    let wall = median(&walls);
-    let cpu = median(&secs(|r| r.cpu.as_secs_f64()));
-    let lo = walls.iter().copied().fold(f64::MAX, f64::min);
-    let hi = walls.iter().copied().fold(0.0, f64::max);
-    let peak = runs.iter().map(|r| r.maxrss_kb).max().unwrap_or(0) as f64 * 1024.0;
+    Figures {
+        wall: median(&walls),
+        lo: walls.iter().copied().fold(f64::MAX, f64::min),
+        hi: walls.iter().copied().fold(0.0, f64::max),
+        cpu: median(&secs(|r| r.cpu.as_secs_f64())),
+        peak: runs.iter().map(|r| r.maxrss_kb).max().unwrap_or(0) as f64 * 1024.0,
+    }
+}
+
+impl Figures {
+    fn wall(&self) -> String {
+        format!(
+            "{:.3} s ({:.3}-{:.3}; CPU {:.3} s)",
+            self.wall, self.lo, self.hi, self.cpu
+        )
+    }
+    fn peak(&self) -> String {
+        format!(
+            "{:.1} MB ({:.1} MiB)",
+            self.peak / 1e6,
+            self.peak / 1048576.0
+        )
+    }
+}
+
+/// The two target rows of one kind of run.
+fn rows(label: &str, runs: &[ChildStats]) -> String {
+    let f = figures(runs);
     let met = |ok: bool| if ok { "MET" } else { "NOT MET" };
     let n = runs.len();
     format!(
-        "| {label}: wall, median of {n} | < 2 s | {wall:.3} s ({lo:.3}-{hi:.3}; CPU {cpu:.3} s) | {} |\n\
-         | {label}: peak RSS, highest of {n} | < 150 MB | {:.1} MB ({:.1} MiB) | {} |\n",
-        met(wall < TARGET_SECS),
-        peak / 1e6,
-        peak / 1048576.0,
-        met(peak < TARGET_BYTES),
+        "| {label}: wall, median of {n} | < 2 s | {} | {} |\n\
+         | {label}: peak RSS, highest of {n} | < 150 MB | {} | {} |\n",
+        f.wall(),
+        met(f.wall < TARGET_SECS),
+        f.peak(),
+        met(f.peak < TARGET_BYTES),
     )
 }
 
-fn section(
-    catalog: &Path,
-    s: &serde_json::Value,
-    cold: &[ChildStats],
-    warm: &[ChildStats],
-) -> String {
+fn section(catalog: &Path, s: &serde_json::Value, runs: &Runs) -> String {
     let name = catalog.file_name().unwrap_or_default().to_string_lossy();
     let n = |k: &str| s[k].as_u64().unwrap_or(0);
     let list = |k: &str| s[k].as_array().cloned().unwrap_or_default();
@@ -196,13 +249,14 @@ fn section(
          adds dependencies, repairs channel heads, validates the result and lists the images; a \
          dry run would go on to inspect each listed image at its source registry (the network's \
          time, left out). Cold: an empty image cache; warm: the cache the cold run filled (a \
-         rerun). {} rounds each, alternated; peak RSS is the child's VmHWM.\n\n\
+         rerun). {} rounds, each a cold and a warm run and the reference below; peak RSS is the \
+         child's VmHWM.\n\n\
          | bundles in the source | in the filtered catalog (packages) | added for dependencies | images listed | warnings |\n\
          |---|---|---|---|---|\n\
          | {} | {} ({}) | {} | {} | {} |\n\n\
          Added for dependencies: {}.\n\n\
          | target | limit | measured | met |\n|---|---|---|---|\n",
-        cold.len(),
+        runs.cold.len(),
         n("bundlesInSource"),
         n("bundlesKept"),
         n("packagesKept"),
@@ -211,8 +265,16 @@ fn section(
         list("warnings").len(),
         added.join(", "),
     );
-    out.push_str(&rows("cold", cold));
-    out.push_str(&rows("warm", warm));
+    out.push_str(&rows("cold", &runs.cold));
+    out.push_str(&rows("warm", &runs.warm));
+    let v = figures(&runs.validate);
+    out.push_str(&format!(
+        "\nFor reference, reading the same image without filtering: `opreg validate REF` with an \
+         empty image cache (the pull, unpacking, reading and validating the whole catalog), \
+         {}, peak RSS {}.\n",
+        v.wall(),
+        v.peak()
+    ));
     out.push_str("\nThe configuration (`CATALOG`: the pushed image's reference):\n\n```yaml\n");
     out.push_str(CONFIG);
     out.push_str("```\n");

@@ -133,7 +133,13 @@ fn main() {
             catalog,
             rounds,
             work,
-        }) => match filter::measure(&filter::plan_bin(), &catalog, &work, rounds) {
+        }) => match filter::measure(
+            &filter::plan_bin(),
+            &procs::opreg_bin(),
+            &catalog,
+            &work,
+            rounds,
+        ) {
             Ok(section) => print!("{section}"),
             Err(e) => {
                 eprintln!("filter: {e}");
