@@ -20,6 +20,11 @@
 #   scripts/bench.sh --signing       only `serve REF`'s time to SERVING on the community catalog as
 #                                    a signed image in a registry on loopback, without and with
 #                                    --signature-policy (5 rounds each), printed, not written
+#   scripts/bench.sh --filter        only the mirror's filtering: `opreg mirror`'s plan of a
+#                                    20-package configuration over the community catalog as an
+#                                    image in a registry on loopback (examples/mirror_plan.rs,
+#                                    built in the dist profile; 5 rounds cold and warm), next to
+#                                    `opreg validate` of the image, printed, not written
 #   scripts/bench.sh --out FILE      write the report elsewhere
 #   scripts/bench.sh --baseline REV  measure the build of git revision REV side by side with this
 #                                    one (default: 92d76c1, the last build before this release's
@@ -46,6 +51,7 @@ cd "$(dirname "$0")/.."
 smoke=0
 catalogd=0
 signing=0
+filter=0
 out=""
 baseline=92d76c1
 step=""
@@ -57,13 +63,14 @@ while [ $# -gt 0 ]; do
     --mirror) shift; cargo build --profile dist --locked --quiet --bin opreg
       exec scripts/bench-mirror.sh --opreg "${CARGO_TARGET_DIR:-$PWD/target}/dist/opreg" "$@" ;;
     --signing) signing=1; shift ;;
+    --filter) filter=1; shift ;;
     --out) out="$2"; shift 2 ;;
     --baseline) baseline="$2"; shift 2 ;;
     --no-baseline) baseline=""; shift ;;
     --step) step="$2"; shift 2 ;;
     --no-step) step=""; shift ;;
     --) shift; extra+=("$@"); break ;;
-    *) echo "usage: scripts/bench.sh [--smoke | --catalogd | --mirror | --signing] [--out FILE] [--baseline REV | --no-baseline] [--step REV | --no-step] [-- HARNESS-RUN-ARGS...]" >&2; exit 2 ;;
+    *) echo "usage: scripts/bench.sh [--smoke | --catalogd | --mirror | --signing | --filter] [--out FILE] [--baseline REV | --no-baseline] [--step REV | --no-step] [-- HARNESS-RUN-ARGS...]" >&2; exit 2 ;;
   esac
 done
 
@@ -108,6 +115,15 @@ if [ "$signing" = 1 ]; then
   cargo build --profile dist --locked --quiet --bin opreg
   export OPREG_BENCH_BIN="$target_dir/dist/opreg"
   cargo bench --bench harness -- signing ../shared/testdata/corpus/community-operators.fbc.json \
+    --work "$tmp/work" "${extra[@]}"
+  exit 0
+fi
+
+if [ "$filter" = 1 ]; then
+  cargo build --profile dist --locked --quiet --bin opreg --example mirror-plan
+  export OPREG_BENCH_BIN="$target_dir/dist/opreg"
+  export OPREG_BENCH_PLAN_BIN="$target_dir/dist/examples/mirror-plan"
+  cargo bench --bench harness -- filter ../shared/testdata/corpus/community-operators.fbc.json \
     --work "$tmp/work" "${extra[@]}"
   exit 0
 fi

@@ -101,6 +101,16 @@ pub enum Cmd {
         #[arg(long)]
         work: PathBuf,
     },
+    /// `opreg mirror`'s plan of a 20-package configuration over CATALOG as an image in a
+    /// registry on loopback, cold and warm, next to `opreg validate` of the image, printed as
+    /// Markdown (`scripts/bench.sh --filter`).
+    Filter {
+        catalog: PathBuf,
+        #[arg(long, default_value_t = 5)]
+        rounds: usize,
+        #[arg(long)]
+        work: PathBuf,
+    },
     /// Only the side-by-side section against a baseline build on CATALOG, printed as Markdown
     /// (see baseline.rs).
     Baseline {

@@ -23,14 +23,16 @@
 //!
 //! Subcommands: `run` (the suite; `--smoke` for a seconds-long run on tiny inputs, `--baseline
 //! BIN` for the side-by-side section, `--step BIN` for a build in between), `gen` (write a
-//! synthetic catalog), `probe`, `floor`, `rows`, `catalogd`, `image` and `baseline` (one
-//! measurement alone, for iterating), and internal ones run as children (`floor-parse`, `floor-serve`, `file-server`).
+//! synthetic catalog), `probe`, `floor`, `rows`, `catalogd`, `signing`, `filter`, `image` and
+//! `baseline` (one measurement alone, for iterating), and internal ones run as children
+//! (`floor-parse`, `floor-serve`, `file-server`).
 
 mod baseline;
 mod cli;
 mod corpus;
 mod curl_peer;
 mod fanout;
+mod filter;
 mod floor;
 mod growth;
 mod http;
@@ -124,6 +126,23 @@ fn main() {
             Ok(table) => print!("{table}"),
             Err(e) => {
                 eprintln!("signing: {e}");
+                std::process::exit(1);
+            }
+        },
+        Some(Cmd::Filter {
+            catalog,
+            rounds,
+            work,
+        }) => match filter::measure(
+            &filter::plan_bin(),
+            &procs::opreg_bin(),
+            &catalog,
+            &work,
+            rounds,
+        ) {
+            Ok(section) => print!("{section}"),
+            Err(e) => {
+                eprintln!("filter: {e}");
                 std::process::exit(1);
             }
         },
