@@ -264,7 +264,15 @@ fn try_copy(
 ) -> Result<()> {
     let from = reference::parse(&img.wanted.source).map_err(|e| anyhow!("{e}"))?;
     let mut src = Registry::new(&from, &opts.source)?;
-    let top = src.manifest(from.manifest_ref(), opts.max_manifest_size)?;
+    let held = held_at_destination(img, &from, opts)?;
+    let asked = held.is_some();
+    let (top, held) = match held.flatten() {
+        Some(f) => (f, true),
+        None => (
+            src.manifest(from.manifest_ref(), opts.max_manifest_size)?,
+            false,
+        ),
+    };
     let digest = crate::image::cache::digest_of(&top.bytes);
     if from.digest.as_deref().is_some_and(|d| d != digest) {
         return Err(anyhow!(
@@ -279,7 +287,8 @@ fn try_copy(
     let Ends { from, to } = ends(&img.wanted.source, &img.destination, &digest)?;
     let tag = to.tag.clone().unwrap_or_default();
     let mut dest = Registry::new(&to, &opts.destination)?;
-    out.already_there = tags::head_manifest(&mut dest, &tag)?.as_deref() == Some(&digest);
+    out.already_there =
+        held || !asked && tags::head_manifest(&mut dest, &tag)?.as_deref() == Some(&digest);
     if !out.already_there {
         let copied = copy::copy_digest(
             &ImageSource::Registry(from.clone()),
@@ -309,6 +318,27 @@ fn try_copy(
     let found = signatures::find(&mut src, &from, &digests, &shared.found)?;
     out.signatures = copy_signatures(&found, &from, &to, &mut dest, opts, shared)?;
     Ok(())
+}
+
+/// For a source named by digest, the destination is asked first: `Some(Some(manifest))` when
+/// its tag for the image holds that digest (the same bytes as the source's, checked, so that a
+/// rerun need not ask the source for them), `Some(None)` when it does not. `None` for a source
+/// named by tag, whose digest only the source can tell.
+fn held_at_destination(
+    img: &PlannedImage,
+    from: &Reference,
+    opts: &TransferOptions,
+) -> Result<Option<Option<crate::image::registry::Fetched>>> {
+    let Some(digest) = &from.digest else {
+        return Ok(None);
+    };
+    let Ends { to, .. } = ends(&img.wanted.source, &img.destination, digest)?;
+    let mut dest = Registry::new(&to, &opts.destination)?;
+    let tag = to.tag.clone().unwrap_or_default();
+    let there = dest.manifest_if_any(&tag, opts.max_manifest_size)?;
+    Ok(Some(there.filter(|f| {
+        crate::image::cache::digest_of(&f.bytes) == *digest
+    })))
 }
 
 /// Copies each signature, attestation, SBOM and referrer the destination lacks.
