@@ -9,6 +9,8 @@ use crate::registry_support::faults::{Action, Faults, Seen};
 use crate::registry_support::{pki, sha, Registry};
 use std::process::Command;
 
+mod rerun;
+
 /// `skopeo inspect --raw`'s bytes of a reference, or `None` when it is not there.
 pub fn raw(reference: &str) -> Option<Vec<u8>> {
     let out = Command::new("skopeo")

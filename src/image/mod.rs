@@ -26,6 +26,7 @@
 //! | [`dockerfile`] | `opm generate dockerfile`'s Dockerfile |
 //! | [`signature`] | cosign's signatures in registries: read, checked against a policy, written |
 
+pub mod agents;
 pub mod auth;
 pub mod cache;
 pub mod copy;

@@ -66,27 +66,17 @@ pub struct Registry {
 }
 
 impl Registry {
-    /// A client for `reference`'s repository: its trust (built-in roots, the system store,
-    /// certs.d or `--cert-dir`) and credentials are read here, and a malformed file of either
-    /// is an error naming it.
+    /// A client for `reference`'s repository: its credentials are read here, its trust
+    /// (built-in roots, the system store, certs.d or `--cert-dir`) with the agent it shares
+    /// with other clients of the registry ([`super::agents`]); a malformed file of either is
+    /// an error naming it.
     pub fn new(reference: &super::reference::Reference, conn: &Connection) -> Result<Registry> {
-        let tls = super::trust::tls_config(
-            &reference.registry,
-            conn.cert_dir.as_deref(),
-            conn.skip_tls_verify,
-        )?;
-        let t = Some(conn.timeout);
-        let agent = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .tls_config(tls)
-            .timeout_resolve(t)
-            .timeout_connect(t)
-            .timeout_send_request(t)
-            .timeout_recv_response(t)
-            .timeout_per_read(t)
-            .user_agent(concat!("opreg/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .new_agent();
+        let settings = super::agents::Settings {
+            cert_dir: conn.cert_dir.as_deref(),
+            skip_tls_verify: conn.skip_tls_verify,
+            timeout: conn.timeout,
+        };
+        let agent = super::agents::agent(&reference.registry, &settings)?;
         let scheme = if conn.use_http { "http" } else { "https" };
         Ok(Registry {
             agent,
@@ -509,6 +499,7 @@ impl BlobSource for Registry {
         let url = self.url(rest);
         let resp = self.get(&url, Some(super::manifest::OCI_INDEX))?;
         if !resp.status().is_success() {
+            discard(resp);
             return Ok(None);
         }
         Ok(Some(read_limited(
@@ -534,6 +525,7 @@ impl Registry {
         let url = format!("{}/v2/{}/manifests/{reference}", self.base, self.repository);
         let resp = self.get(&url, Some(super::manifest::ACCEPT))?;
         if missing_ok && resp.status() == 404 {
+            discard(resp);
             return Ok(None);
         }
         let what = if reference.starts_with("sha256:") {
@@ -604,6 +596,12 @@ impl Registry {
             retries,
         )))
     }
+}
+
+/// Reads away a short answer that is not used (a 404's error document), so that its
+/// connection goes back to the agent's pool instead of being closed.
+pub fn discard(resp: ureq::http::Response<ureq::Body>) {
+    let _ = read_limited(resp.into_body().into_reader(), 64 * 1024, "answer");
 }
 
 fn encode(s: &str) -> String {

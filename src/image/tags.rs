@@ -3,7 +3,7 @@
 //! find an image's signatures and to skip what the destination already has.
 
 use super::manifest::{Descriptor, ACCEPT, OCI_INDEX};
-use super::registry::{read_limited, Registry};
+use super::registry::{discard, read_limited, Registry};
 use anyhow::{anyhow, Result};
 
 /// Every tag of the repository, following the list's `Link` pages. A repository that does not
@@ -20,7 +20,10 @@ pub fn list(reg: &mut Registry) -> Result<Vec<String>> {
         let resp = reg.send("GET", &url, None, &[]).map_err(|e| e.error)?;
         match resp.status().as_u16() {
             200 => {}
-            404 => return Ok(tags),
+            404 => {
+                discard(resp);
+                return Ok(tags);
+            }
             _ => return Err(reg.status_error("the tag list", resp)),
         }
         let next = resp
@@ -95,7 +98,10 @@ pub fn referrers(reg: &mut Registry, digest: &str) -> Result<Option<Vec<Descript
         .map_err(|e| e.error)?;
     match resp.status().as_u16() {
         200 => {}
-        404 | 405 | 400 => return Ok(None),
+        404 | 405 | 400 => {
+            discard(resp);
+            return Ok(None);
+        }
         _ => return Err(reg.status_error(&format!("the referrers of {digest}"), resp)),
     }
     let json = resp

@@ -56,7 +56,8 @@ pub fn certs_d_candidates(host: &str) -> Vec<PathBuf> {
     out
 }
 
-fn certs_d(host: &str) -> Option<PathBuf> {
+/// The certs.d directory of `host`: the first of [`certs_d_candidates`] that exists.
+pub fn certs_d(host: &str) -> Option<PathBuf> {
     certs_d_candidates(host).into_iter().find(|d| d.is_dir())
 }
 

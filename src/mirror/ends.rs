@@ -137,6 +137,21 @@ impl Writer {
         }
     }
 
+    /// The image's top manifest when it is there with `digest` (one request at a registry).
+    pub fn held(&mut self, digest: &str, limit: u64) -> Result<Option<Fetched>> {
+        let found = match self {
+            Writer::Registry { reg, to } => {
+                let tag = to.tag.clone().unwrap_or_default();
+                reg.manifest_if_any(&tag, limit)?
+            }
+            Writer::Layout { dir, name, .. } => match named(dir, name, limit)? {
+                Some(e) if e.digest == digest => Some(Layout::open(dir)?.manifest(digest, limit)?),
+                _ => None,
+            },
+        };
+        Ok(found.filter(|f| crate::image::cache::digest_of(&f.bytes) == digest))
+    }
+
     /// The image source a signature tag goes to, and whether it is there with `digest`.
     pub fn tag_beside(
         &mut self,

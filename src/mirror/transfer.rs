@@ -296,7 +296,25 @@ fn try_copy(
     let from = reference::parse(&img.wanted.source).map_err(|e| anyhow!("{e}"))?;
     let limit = opts.max_manifest_size;
     let mut src = Reader::open(&opts.from, &from, &opts.source)?;
-    let top = src.top(&img.wanted.source, &from, limit)?;
+    // An image named by digest is looked for at the destination first: when it is there, the
+    // source is not asked, and the destination's copy (checked against the digest) gives an
+    // index's platforms for their signatures.
+    let (top, mut dest, held) = match from.digest.clone() {
+        Some(d) => {
+            let mut dest = Writer::open(&opts.to, &from, &img.destination, &d, &opts.destination)?;
+            match dest.held(&d, limit)? {
+                Some(f) => (f, dest, true),
+                None => (src.top(&img.wanted.source, &from, limit)?, dest, false),
+            }
+        }
+        None => {
+            let top = src.top(&img.wanted.source, &from, limit)?;
+            let d = crate::image::cache::digest_of(&top.bytes);
+            let mut dest = Writer::open(&opts.to, &from, &img.destination, &d, &opts.destination)?;
+            let there = dest.holds(&d, limit)?;
+            (top, dest, there)
+        }
+    };
     let digest = crate::image::cache::digest_of(&top.bytes);
     if from.digest.as_deref().is_some_and(|d| d != digest) {
         return Err(anyhow!(
@@ -308,14 +326,7 @@ fn try_copy(
     if let (Some(p), End::Registry) = (&opts.policy, &opts.from) {
         crate::image::check_signature_policy(std::path::Path::new(&img.wanted.source), p, &digest)?;
     }
-    let mut dest = Writer::open(
-        &opts.to,
-        &from,
-        &img.destination,
-        &digest,
-        &opts.destination,
-    )?;
-    out.already_there = dest.holds(&digest, limit)?;
+    out.already_there = held;
     if !out.already_there {
         let copied = copy::copy_digest(
             &src.image(&from),

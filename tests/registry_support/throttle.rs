@@ -1,9 +1,10 @@
 //! A TCP relay in front of the test registry that can slow its answers down, so a test can
-//! catch a pull in the middle of a blob (to kill it, or to see a progress bar drawn).
+//! catch a pull in the middle of a blob (to kill it, or to see a progress bar drawn), and that
+//! counts the connections made through it.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,6 +13,8 @@ use std::time::Duration;
 pub struct Throttle {
     pub port: u16,
     rate: Arc<AtomicU64>,
+    /// Connections accepted so far.
+    connections: Arc<AtomicUsize>,
 }
 
 impl Throttle {
@@ -20,8 +23,11 @@ impl Throttle {
         let port = l.local_addr().unwrap().port();
         let rate = Arc::new(AtomicU64::new(bytes_per_sec));
         let r = rate.clone();
+        let connections = Arc::new(AtomicUsize::new(0));
+        let accepted = connections.clone();
         std::thread::spawn(move || {
             for client in l.incoming().flatten() {
+                accepted.fetch_add(1, Ordering::SeqCst);
                 let Ok(server) = TcpStream::connect(("127.0.0.1", upstream)) else {
                     continue;
                 };
@@ -31,11 +37,20 @@ impl Throttle {
                 std::thread::spawn(move || pipe(server, client, Some(r)));
             }
         });
-        Throttle { port, rate }
+        Throttle {
+            port,
+            rate,
+            connections,
+        }
     }
 
     pub fn host(&self) -> String {
         format!("127.0.0.1:{}", self.port)
+    }
+
+    /// Connections accepted so far.
+    pub fn connections(&self) -> usize {
+        self.connections.load(Ordering::SeqCst)
     }
 
     pub fn set_rate(&self, bytes_per_sec: u64) {
