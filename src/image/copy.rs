@@ -128,32 +128,50 @@ impl InFlight {
         std::mem::take(&mut *self.new.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
-    /// Runs `send` once for `key`; later callers get its outcome as [`Sent::Skipped`].
+    /// Runs `send` once for `key`; later callers get its outcome as [`Sent::Skipped`]. A caller
+    /// that waited on another copy's send that failed (its image's own time ran out, say) tries
+    /// once itself, so that one image's failure does not become another's.
     fn once(&self, key: String, send: impl FnOnce() -> Result<Sent>) -> Result<Sent> {
-        let cell = self
-            .blobs
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .entry(key.clone())
-            .or_default()
-            .clone();
-        let mut mine = false;
-        let out = cell.get_or_init(|| {
-            mine = true;
-            send().map_err(|e| format!("{e:#}"))
-        });
-        if mine && out.is_err() {
-            // A failed send is not remembered: the next copy tries again.
-            self.blobs
+        let mut send = Some(send);
+        let mut last = String::new();
+        for _ in 0..2 {
+            let cell = self
+                .blobs
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
-                .remove(&key);
+                .entry(key.clone())
+                .or_default()
+                .clone();
+            let mut mine = false;
+            let out = cell.get_or_init(|| {
+                mine = true;
+                match send.take() {
+                    Some(f) => f().map_err(|e| format!("{e:#}")),
+                    None => Err("the send was already tried".into()),
+                }
+            });
+            if mine && out.is_err() {
+                // A failed send is not remembered: the next copy tries again.
+                self.blobs
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .remove(&key);
+            }
+            match out {
+                Ok(sent) if mine => return Ok(*sent),
+                Ok(_) => return Ok(Sent::Skipped),
+                Err(e) if mine || send.is_none() => return Err(anyhow!("{e}")),
+                Err(e) => {
+                    last = e.clone();
+                    // The failed outcome is forgotten (if its sender has not done so yet).
+                    let mut blobs = self.blobs.lock().unwrap_or_else(|e| e.into_inner());
+                    if blobs.get(&key).is_some_and(|c| Arc::ptr_eq(c, &cell)) {
+                        blobs.remove(&key);
+                    }
+                }
+            }
         }
-        match out {
-            Ok(sent) if mine => Ok(*sent),
-            Ok(_) => Ok(Sent::Skipped),
-            Err(e) => Err(anyhow!("{e}")),
-        }
+        Err(anyhow!("{last}"))
     }
 }
 

@@ -113,6 +113,20 @@ impl Writer {
         })
     }
 
+    /// The image's place at a registry, `REGISTRY/REPOSITORY:TAG` (none in a layout): what
+    /// [`super::completed`] records.
+    pub fn key(&self) -> Option<String> {
+        match self {
+            Writer::Registry { to, .. } => Some(format!(
+                "{}/{}:{}",
+                to.registry,
+                to.repository,
+                to.tag.as_deref().unwrap_or_default()
+            )),
+            Writer::Layout { .. } => None,
+        }
+    }
+
     /// The image source a copy writes the image to.
     pub fn image(&self) -> ImageSource {
         match self {

@@ -11,6 +11,7 @@
 //! | [`plan`] | each catalog pinned, read, filtered, completed and validated; the image list |
 //! | [`placements`] | where each blob was sent, kept across runs so that a rerun mounts instead of uploading |
 //! | [`ends`] | the two ends of a copy: registries, or the OCI layout of a mirror to disk, with its naming |
+//! | [`completed`] | the images runs completed at the destination registry, kept so that a rerun does not ask about them again |
 //! | [`transfer`] | copying the images concurrently, whole and by digest, skipping what is there |
 //! | [`signatures`] | an image's signature, attestation and SBOM tags and referrers at its source |
 //! | [`rebuild`] | the filtered catalog's image, rebuilt on its source image and pushed |
@@ -22,6 +23,7 @@
 //! | [`resources`] | the cluster resources oc-mirror v2 writes (IDMS, ITMS, CatalogSource, ClusterCatalog), rendered and written |
 
 pub mod archive;
+pub mod completed;
 pub mod config;
 pub mod deps;
 pub mod disk;

@@ -311,6 +311,12 @@ fn transfer_options(opts: &MirrorOptions, way: &Way) -> TransferOptions {
             _ => End::Registry,
         },
         image_timeout: opts.image_timeout,
+        completed: match way {
+            Way::ToRegistry(_) | Way::FromDisk(..) if !opts.dry_run => {
+                Some(opts.workspace.join(super::completed::FILE))
+            }
+            _ => None,
+        },
     }
 }
 

@@ -7,6 +7,7 @@
 //! With each image go its signatures ([`super::signatures`]). A failure stops the run unless
 //! `keep_going` is set; either way every failure is reported.
 
+use super::completed;
 pub use super::ends::End;
 use super::ends::{Reader, Writer};
 use super::placements;
@@ -42,6 +43,9 @@ pub struct TransferOptions {
     pub from: End,
     /// Where they go: registries, or a layout (named by their sources).
     pub to: End,
+    /// The record of the images completed at the destination registry, read at the start and
+    /// appended to as each completes ([`completed`]).
+    pub completed: Option<std::path::PathBuf>,
     /// The longest one image's copy may take, its signatures included (`--image-timeout`).
     pub image_timeout: Option<std::time::Duration>,
 }
@@ -102,6 +106,11 @@ pub fn copy_all(
     let shared = Shared {
         in_flight: Arc::new(InFlight::default()),
         found: signatures::Cache::default(),
+        completed: opts
+            .completed
+            .as_deref()
+            .map(completed::read)
+            .unwrap_or_default(),
     };
     let log = opts.placements.as_deref();
     if let Some(path) = log {
@@ -254,6 +263,8 @@ fn parallel<T: Send>(
 struct Shared {
     in_flight: Arc<InFlight>,
     found: signatures::Cache,
+    /// The images earlier runs completed at the destination registry.
+    completed: completed::Completed,
 }
 
 fn copy_one(
@@ -296,26 +307,43 @@ fn try_copy(
     let from = reference::parse(&img.wanted.source).map_err(|e| anyhow!("{e}"))?;
     let limit = opts.max_manifest_size;
     let mut src = Reader::open(&opts.from, &from, &opts.source)?;
-    // An image named by digest is looked for at the destination first: when it is there, the
-    // source is not asked, and the destination's copy (checked against the digest) gives an
-    // index's platforms for their signatures.
+    // An image an earlier run completed with this digest is taken as there (no question to
+    // the destination). Else an image named by digest is looked for at the destination first:
+    // when it is there, the source is not asked, and the destination's copy (checked against
+    // the digest) gives an index's platforms for their signatures.
+    let recorded = |dest: &Writer, d: &str| {
+        let key = (dest.key()?, d.to_string());
+        shared.completed.get(&key).cloned()
+    };
     let (top, mut dest, held) = match from.digest.clone() {
         Some(d) => {
             let mut dest = Writer::open(&opts.to, &from, &img.destination, &d, &opts.destination)?;
-            match dest.held(&d, limit)? {
-                Some(f) => (f, dest, true),
-                None => (src.top(&img.wanted.source, &from, limit)?, dest, false),
+            match recorded(&dest, &d) {
+                Some(children) => (Top::Recorded(d, children), dest, true),
+                None => match dest.held(&d, limit)? {
+                    Some(f) => (Top::Fetched(f), dest, true),
+                    None => (
+                        Top::Fetched(src.top(&img.wanted.source, &from, limit)?),
+                        dest,
+                        false,
+                    ),
+                },
             }
         }
         None => {
             let top = src.top(&img.wanted.source, &from, limit)?;
             let d = crate::image::cache::digest_of(&top.bytes);
             let mut dest = Writer::open(&opts.to, &from, &img.destination, &d, &opts.destination)?;
-            let there = dest.holds(&d, limit)?;
-            (top, dest, there)
+            match recorded(&dest, &d) {
+                Some(children) => (Top::Recorded(d, children), dest, true),
+                None => {
+                    let there = dest.holds(&d, limit)?;
+                    (Top::Fetched(top), dest, there)
+                }
+            }
         }
     };
-    let digest = crate::image::cache::digest_of(&top.bytes);
+    let (digest, children) = top.digest_and_children()?;
     if from.digest.as_deref().is_some_and(|d| d != digest) {
         return Err(anyhow!(
             "manifest {} does not match its digest",
@@ -344,18 +372,41 @@ fn try_copy(
         out.mounted = copied.mounted;
         out.skipped = copied.skipped;
     }
-    if opts.remove_signatures {
-        return Ok(());
+    if !opts.remove_signatures {
+        let mut digests = vec![digest.clone()];
+        digests.extend(children.iter().cloned());
+        let found = find_signatures(&mut src, &from, &digests, &shared.found, limit)?;
+        out.signatures = copy_signatures(&found, &src, &from, &mut dest, opts, shared)?;
     }
-    let mut digests = vec![digest];
-    if let Ok(Manifest::Index { manifests }) =
-        manifest::parse_manifest(&top.bytes, top.content_type.as_deref())
-    {
-        digests.extend(manifests.into_iter().map(|d| d.digest));
+    if let (Some(path), Some(key), Top::Fetched(_)) = (&opts.completed, dest.key(), &top) {
+        completed::append(path, &key, &digest, &children)
+            .map_err(|e| anyhow!("{}: {e}", path.display()))?;
     }
-    let found = find_signatures(&mut src, &from, &digests, &shared.found, limit)?;
-    out.signatures = copy_signatures(&found, &src, &from, &mut dest, opts, shared)?;
     Ok(())
+}
+
+/// An image's top manifest, as read, or as an earlier run recorded it.
+enum Top {
+    Fetched(crate::image::registry::Fetched),
+    /// Its digest and an index's platform digests.
+    Recorded(String, Vec<String>),
+}
+
+impl Top {
+    fn digest_and_children(&self) -> Result<(String, Vec<String>)> {
+        Ok(match self {
+            Top::Recorded(d, children) => (d.clone(), children.clone()),
+            Top::Fetched(f) => {
+                let children = match manifest::parse_manifest(&f.bytes, f.content_type.as_deref()) {
+                    Ok(Manifest::Index { manifests }) => {
+                        manifests.into_iter().map(|d| d.digest).collect()
+                    }
+                    _ => Vec::new(),
+                };
+                (crate::image::cache::digest_of(&f.bytes), children)
+            }
+        })
+    }
 }
 
 /// Copies each signature, attestation, SBOM and referrer the destination lacks.

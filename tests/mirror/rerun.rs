@@ -1,4 +1,5 @@
-//! What a second run asks of the registries: the destination first for a source named by
+//! What a second run asks of the registries: nothing of the destination about an image an
+//! earlier run completed (the workspace's record), the destination first for a source named by
 //! digest (the source is not asked for a manifest the destination holds), signatures that
 //! appeared at the source since still copied, and one connection per copying thread and side,
 //! not one per image.
@@ -136,6 +137,16 @@ fn a_rerun_finds_digest_sources_at_the_destination_and_still_copies_new_signatur
         .filter(|r| !r.starts_with("GET ") && !r.starts_with("HEAD "))
         .collect();
     assert!(sent.is_empty(), "a rerun sends nothing: {sent:#?}");
+    // The images are in the workspace's record of what was completed: the destination is asked
+    // only whether it has the signatures found at the source.
+    let dst_asked = requests(&dst_relay.seen.lock().unwrap(), dst_from);
+    assert!(
+        dst_asked
+            .iter()
+            .all(|r| r.starts_with("HEAD ") && r.ends_with(".sig")),
+        "{dst_asked:#?}"
+    );
+    assert!(ws.join("completed.tsv").is_file());
     let mut asked = requests(&src_relay.seen.lock().unwrap(), from);
     asked.retain(|r| !r.contains("/referrers/"));
     asked.sort();
