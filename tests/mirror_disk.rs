@@ -78,6 +78,17 @@ fn a_mirror_to_disk_is_carried_in_archives_and_pushed_from_disk_incrementally() 
         cfg.to_str().unwrap(),
         &disk_arg,
     ];
+    // A dry run writes its plan and nothing of the layout.
+    let mut dry = to_disk.to_vec();
+    dry.push("--dry-run");
+    let (code, _, err) = ctx.run(&dry);
+    assert_eq!(code, 0, "{err}");
+    let made: Vec<String> = std::fs::read_dir(&disk)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(made, ["dry-run"], "{err}");
+    assert!(disk.join("dry-run/plan.json").is_file());
     let (code, _, err) = ctx.run(&to_disk);
     assert_eq!(code, 0, "{err}");
 

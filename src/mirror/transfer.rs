@@ -192,9 +192,12 @@ fn inspect(
                 let mut reg = Registry::new(to, &opts.destination)?;
                 crate::image::upload::exists(&mut reg, d)
             }
-            Writer::Layout { dir, .. } => {
-                Ok(crate::image::layout::LayoutWriter::create(dir).is_ok_and(|w| w.has(d)))
-            }
+            // Asked without creating the layout: a dry run writes nothing there.
+            Writer::Layout { dir, .. } => Ok(crate::image::reference::is_digest(d)
+                && dir
+                    .join("blobs/sha256")
+                    .join(&d["sha256:".len()..])
+                    .is_file()),
         }
     };
     for (d, size) in &blobs {
