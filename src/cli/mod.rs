@@ -270,6 +270,10 @@ pub enum Command {
     /// digest, with its signature tags; the filtered catalog is rebuilt on its source image and
     /// pushed last. A rerun copies only what is missing.
     ///
+    /// For a cluster with no link at all: `--config FILE file://DIR` mirrors into DIR (an OCI
+    /// layout with the plan; archives of at most archiveSize GB with --since), and
+    /// `--from file://DIR docker://REGISTRY` unpacks and pushes it on the other side.
+    ///
     /// Exit codes: 0 everything copied; 1 a failure (every one is listed; with --keep-going
     /// the run carries on past failed images); 2 a usage error or an invalid configuration.
     Mirror(mirror::Args),
