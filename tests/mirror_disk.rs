@@ -62,6 +62,43 @@ fn copy_archives(from: &Path, to: &Path) {
     }
 }
 
+/// Adds `etcd.v1.3.0` (a new bundle image) to the source catalog as its channel's head, under
+/// the same tag; the bundle image's reference and digest.
+fn grow(src: &Source, ctx: &Ctx) -> (String, String) {
+    use crate::registry_support::{Entry, Image, CONFIGS};
+    let bundle = Image::new(&[("name", "etcd-bundle-1.3.0")]).layer(&[Entry::File(
+        "app/etcd-bundle-1.3.0".into(),
+        b"new bundle".repeat(50),
+    )]);
+    let digest = src.reg.push("etcd/etcd-bundle", "v1.3.0", &bundle);
+    let image = format!("{}/etcd/etcd-bundle:v1.3.0", src.host);
+    let (code, out, err) = ctx.run(&["render", &src.catalog(), "--use-http", "-o", "json"]);
+    assert_eq!(code, 0, "{err}");
+    let mut docs: Vec<serde_json::Value> = serde_json::Deserializer::from_str(&out)
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
+    for d in &mut docs {
+        if d["schema"] == "olm.channel" && d["package"] == "etcd" {
+            d["entries"]
+                .as_array_mut()
+                .unwrap()
+                .push(serde_json::json!({"name": "etcd.v1.3.0", "replaces": "etcd.v1.2.0"}));
+        }
+    }
+    docs.push(serde_json::json!({"schema": "olm.bundle", "name": "etcd.v1.3.0", "package": "etcd",
+        "image": image, "properties": [
+            {"type": "olm.package", "value": {"packageName": "etcd", "version": "1.3.0"}},
+            {"type": "olm.package.required", "value": {"packageName": "dep", "versionRange": ">=1.0.0"}}]}));
+    let text: String = docs.iter().map(|d| format!("{d}\n")).collect();
+    let catalog = Image::new(&[(CONFIGS, "/configs")]).layer(&[
+        Entry::Dir("configs".into()),
+        Entry::File("configs/catalog.json".into(), text.into_bytes()),
+    ]);
+    src.reg.push("catalogs/operators", "v1", &catalog);
+    (image, digest)
+}
+
 #[test]
 fn a_mirror_to_disk_is_carried_in_archives_and_pushed_from_disk_incrementally() {
     let src = Source::start();
@@ -167,16 +204,13 @@ fn a_mirror_to_disk_is_carried_in_archives_and_pushed_from_disk_incrementally() 
     );
     let pushed_first = put_digests(&relay, 0);
 
-    // The source gains an image (no longer blocked): the second mirror to the same DIR adds
-    // only its new blobs, and its archive holds only those (and the small files).
+    // The source catalog gains a bundle, the channel's new head: the second mirror to the same
+    // DIR adds only its new blobs, and its archive holds only those (and the small files).
     let before: Vec<String> = std::fs::read_dir(disk.join("blobs/sha256"))
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
-    let unblocked = std::fs::read_to_string(&cfg)
-        .unwrap()
-        .replace("  blockedImages:\n  - name: .*/blocked/.*\n", "");
-    std::fs::write(&cfg, unblocked).unwrap();
+    let thing = grow(&src, &ctx);
     let (code, _, err) = ctx.run(&to_disk);
     assert_eq!(code, 0, "{err}");
     let second = archives(&disk);
@@ -185,20 +219,34 @@ fn a_mirror_to_disk_is_carried_in_archives_and_pushed_from_disk_incrementally() 
         .into_iter()
         .filter_map(|e| e.strip_prefix("blobs/sha256/").map(str::to_string))
         .collect();
-    assert!(!new_blobs.is_empty(), "the new image brings blobs");
+    assert!(!new_blobs.is_empty(), "the new bundle brings blobs");
     for b in &new_blobs {
         assert!(!before.contains(b), "{b} was carried already");
     }
-    let thing = format!("{}/blocked/thing:1", src.host);
-    assert_eq!(names(&disk).get(&thing), Some(&src.images[&thing]));
+    let added = std::fs::read_dir(disk.join("blobs/sha256"))
+        .unwrap()
+        .count()
+        - before.len();
+    assert_eq!(
+        new_blobs.len(),
+        added,
+        "the archive holds exactly what the run added"
+    );
+    assert_eq!(names(&disk).get(&thing.0), Some(&thing.1));
 
     // Unpacked over the earlier copy, it pushes the new image and uploads only new blobs.
     copy_archives(&disk, &carried);
     let mark = relay.seen.lock().unwrap().len();
     let (code, _, err) = ctx.run(&from_disk);
     assert_eq!(code, 0, "{err}");
-    let there = raw(&at(&src, &dest, &thing)).expect("the new image is pushed");
-    assert_eq!(sha(&there), src.images[&thing]);
+    let there = raw(&at(&src, &dest, &thing.0)).expect("the new bundle image is pushed");
+    assert_eq!(sha(&there), thing.1);
+    snapshot(
+        &src,
+        &dest,
+        &format!("{dest}/catalogs/operators:v1"),
+        &["dep", "etcd"],
+    );
     for d in put_digests(&relay, mark) {
         assert!(!pushed_first.contains(&d), "{d} uploaded twice");
     }
