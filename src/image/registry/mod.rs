@@ -17,6 +17,9 @@ use std::io::Read;
 use std::path::PathBuf;
 use std::time::Duration;
 
+mod read;
+pub use read::discard;
+
 /// How to reach one side's registries: each [`Registry`] made with it reads its trust from
 /// this value alone, so a copy's two sides (`--src-cert-dir`, `--dest-cert-dir`) each get
 /// their own [`Connection`].
@@ -188,23 +191,7 @@ impl Registry {
 
     /// The time left before the deadline (None: no deadline); an error once it has passed.
     fn time_left(&self) -> std::result::Result<Option<Duration>, SendError> {
-        match self.deadline {
-            None => Ok(None),
-            Some(d) => match d.checked_duration_since(std::time::Instant::now()) {
-                Some(left) if !left.is_zero() => Ok(Some(left)),
-                _ => Err(SendError {
-                    error: self.out_of_time(),
-                    transient: false,
-                }),
-            },
-        }
-    }
-
-    fn out_of_time(&self) -> anyhow::Error {
-        anyhow!(
-            "the image's copy from or to {} took longer than --image-timeout",
-            self.host
-        )
+        time_left(self.deadline, &self.host)
     }
 
     /// One request, answering one auth challenge.
@@ -395,7 +382,7 @@ impl Registry {
             )
         };
         match e {
-            ureq::Error::Timeout(ureq::Timeout::Global) => return self.out_of_time(),
+            ureq::Error::Timeout(ureq::Timeout::Global) => return out_of_time(&self.host),
             ureq::Error::Timeout(_) | ureq::Error::BodyStalled => return timed_out(),
             ureq::Error::HostNotFound => return anyhow!("unknown registry host {}", self.host),
             ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::TimedOut => return timed_out(),
@@ -485,123 +472,26 @@ impl Registry {
     }
 }
 
-impl BlobSource for Registry {
-    fn manifest(&mut self, reference: &str, limit: u64) -> Result<Fetched> {
-        self.fetch_manifest(reference, limit, false)
-            .and_then(|f| f.ok_or_else(|| anyhow!("manifest {reference} not found")))
-    }
-
-    fn manifest_if_any(&mut self, reference: &str, limit: u64) -> Result<Option<Fetched>> {
-        self.fetch_manifest(reference, limit, true)
-    }
-
-    fn get_if_any(&mut self, rest: &str, limit: u64) -> Result<Option<Vec<u8>>> {
-        let url = self.url(rest);
-        let resp = self.get(&url, Some(super::manifest::OCI_INDEX))?;
-        if !resp.status().is_success() {
-            discard(resp);
-            return Ok(None);
-        }
-        Ok(Some(read_limited(
-            resp.into_body().into_reader(),
-            limit,
-            rest,
-        )?))
-    }
-
-    fn blob(&mut self, digest: &str) -> Result<Box<dyn Read + Send>> {
-        self.fetch_blob(digest)
+/// The time left before `deadline` (None: no deadline); an error naming `host` and
+/// `--image-timeout` once it has passed.
+fn time_left(
+    deadline: Option<std::time::Instant>,
+    host: &str,
+) -> std::result::Result<Option<Duration>, SendError> {
+    match deadline {
+        None => Ok(None),
+        Some(d) => match d.checked_duration_since(std::time::Instant::now()) {
+            Some(left) if !left.is_zero() => Ok(Some(left)),
+            _ => Err(SendError {
+                error: out_of_time(host),
+                transient: false,
+            }),
+        },
     }
 }
 
-impl Registry {
-    /// A manifest; with `missing_ok`, `None` for a 404.
-    fn fetch_manifest(
-        &mut self,
-        reference: &str,
-        limit: u64,
-        missing_ok: bool,
-    ) -> Result<Option<Fetched>> {
-        let url = format!("{}/v2/{}/manifests/{reference}", self.base, self.repository);
-        let resp = self.get(&url, Some(super::manifest::ACCEPT))?;
-        if missing_ok && resp.status() == 404 {
-            discard(resp);
-            return Ok(None);
-        }
-        let what = if reference.starts_with("sha256:") {
-            format!("manifest {reference}")
-        } else {
-            format!("tag {reference:?}")
-        };
-        if !resp.status().is_success() {
-            return Err(self.status_error(&what, resp));
-        }
-        let header = |k: &str| {
-            resp.headers()
-                .get(k)
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_string)
-        };
-        let content_type = header("content-type");
-        let digest = header("docker-content-digest");
-        if let Some(len) = header("content-length").and_then(|l| l.parse::<u64>().ok()) {
-            if len > limit {
-                bail!("the manifest is {len} bytes, over the size limit of {limit} bytes");
-            }
-        }
-        let bytes = read_limited(resp.into_body().into_reader(), limit, "manifest")?;
-        Ok(Some(Fetched {
-            bytes,
-            content_type,
-            digest,
-        }))
-    }
-
-    fn fetch_blob(&mut self, digest: &str) -> Result<Box<dyn Read + Send>> {
-        let url = format!("{}/v2/{}/blobs/{digest}", self.base, self.repository);
-        let resp = self.get(&url, None)?;
-        if !resp.status().is_success() {
-            return Err(self.status_error(&format!("blob {digest}"), resp));
-        }
-        // A body cut off part way is asked for again from where it stopped.
-        let (agent, auth, retries) = (self.agent.clone(), self.authorization.clone(), self.retries);
-        let (deadline, late) = (self.deadline, self.out_of_time().to_string());
-        let reopen = move |offset: u64| {
-            let range = format!("bytes={offset}-");
-            with_retries(&retries, &url, || {
-                let mut req = agent.get(&url).header("Range", &range);
-                if let Some(h) = &auth {
-                    req = req.header("Authorization", h);
-                }
-                if let Some(d) = deadline {
-                    let left = d.saturating_duration_since(std::time::Instant::now());
-                    if left.is_zero() {
-                        return Err(SendError {
-                            transient: false,
-                            error: anyhow!("{late}"),
-                        });
-                    }
-                    req = req.config().timeout_global(Some(left)).build();
-                }
-                req.call().map_err(|e| SendError {
-                    transient: fault(&e) == Fault::Broken,
-                    error: anyhow!("{e}"),
-                })
-            })
-            .map_err(|e| e.error)
-        };
-        Ok(Box::new(super::retry::Resuming::new(
-            Box::new(resp.into_body().into_reader()),
-            Box::new(reopen),
-            retries,
-        )))
-    }
-}
-
-/// Reads away a short answer that is not used (a 404's error document), so that its
-/// connection goes back to the agent's pool instead of being closed.
-pub fn discard(resp: ureq::http::Response<ureq::Body>) {
-    let _ = read_limited(resp.into_body().into_reader(), 64 * 1024, "answer");
+fn out_of_time(host: &str) -> anyhow::Error {
+    anyhow!("the image's copy from or to {host} took longer than --image-timeout")
 }
 
 fn encode(s: &str) -> String {
