@@ -151,6 +151,19 @@ impl Writer {
         }
     }
 
+    /// True when the destination has the blob (a layout is asked without being created: a
+    /// dry run writes nothing there).
+    pub fn has_blob(&mut self, digest: &str) -> Result<bool> {
+        match self {
+            Writer::Registry { reg, .. } => crate::image::upload::exists(reg, digest),
+            Writer::Layout { dir, .. } => Ok(crate::image::reference::is_digest(digest)
+                && dir
+                    .join("blobs/sha256")
+                    .join(&digest["sha256:".len()..])
+                    .is_file()),
+        }
+    }
+
     /// The image's top manifest when it is there with `digest` (one request at a registry).
     pub fn held(&mut self, digest: &str, limit: u64) -> Result<Option<Fetched>> {
         let found = match self {

@@ -16,7 +16,7 @@ use super::signatures::{self, Found};
 use crate::image::copy::{self, CopyOptions, InFlight, Sent};
 use crate::image::manifest::{self, Manifest};
 use crate::image::reference::{self, Reference};
-use crate::image::registry::{Connection, Registry};
+use crate::image::registry::Connection;
 use anyhow::{anyhow, Result};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -179,31 +179,17 @@ fn inspect(
         m => images.push(m),
     }
     let blobs = manifest::blobs_of(images).unwrap_or_default();
-    let dest = Writer::open(
+    let mut dest = Writer::open(
         &opts.to,
         &from,
         &img.destination,
         &out.digest,
         &opts.destination,
     )?;
-    let present = |d: &str| -> Result<bool> {
-        match &dest {
-            Writer::Registry { to, .. } => {
-                let mut reg = Registry::new(to, &opts.destination)?;
-                crate::image::upload::exists(&mut reg, d)
-            }
-            // Asked without creating the layout: a dry run writes nothing there.
-            Writer::Layout { dir, .. } => Ok(crate::image::reference::is_digest(d)
-                && dir
-                    .join("blobs/sha256")
-                    .join(&d["sha256:".len()..])
-                    .is_file()),
-        }
-    };
     for (d, size) in &blobs {
         out.blobs += 1;
         out.bytes += size;
-        if present(d)? {
+        if dest.has_blob(d)? {
             out.present += 1;
             out.present_bytes += size;
         }
