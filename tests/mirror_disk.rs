@@ -280,7 +280,7 @@ fn an_image_slower_than_image_timeout_fails_and_the_others_are_copied() {
     // Every blob of one image, which shares none with the others, is slow to come.
     let src = Source::start_with(Some(Box::new(|s: &Seen, _| {
         if s.method == "GET" && s.path.contains("/slow/thing/blobs/") {
-            std::thread::sleep(std::time::Duration::from_secs(4));
+            std::thread::sleep(std::time::Duration::from_secs(12));
         }
         Action::Relay
     })));
@@ -302,7 +302,7 @@ fn an_image_slower_than_image_timeout_fails_and_the_others_are_copied() {
         "--use-http",
         "--keep-going",
         "--image-timeout",
-        "1s",
+        "4s",
         "--config",
         cfg.to_str().unwrap(),
         "--workspace",
