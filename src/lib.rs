@@ -30,6 +30,8 @@
 //! * [`store`]: the SQLite store: schema from `migrations/`, atomic writes, read-only queries.
 //! * [`sign`]: cosign's key files and tag-based signatures, and containers-policy.json with its
 //!   verdict on an image (pure: the registry side is `image::signature`'s).
+//! * [`registry`]: the transport: one client per registry, auth files, trust (system store,
+//!   certs.d, `--cert-dir`, mTLS), one retry policy, uploads.
 //! * [`image`]: image references: pulling into a directory the readers read, building and
 //!   pushing catalog images.
 //! * [`imagebuild`]: building catalog images (layers, config, base, OCI layouts) from a
@@ -107,6 +109,7 @@ pub mod names;
 pub mod probe;
 pub mod progress;
 pub mod query;
+pub mod registry;
 pub mod release;
 pub mod serve;
 pub mod server;

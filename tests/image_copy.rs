@@ -6,7 +6,7 @@ use crate::registry_support;
 
 use opreg::image::copy::{copy, Copied, CopyOptions, NoProgress};
 use opreg::image::reference::{parse_source, ImageSource};
-use opreg::image::registry::Connection;
+use opreg::registry::Connection;
 use registry_support::ctx::Ctx;
 use registry_support::faults::{Action, Faults, Seen};
 use registry_support::pki::Pki;

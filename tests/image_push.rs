@@ -375,7 +375,7 @@ fn a_refusing_or_failing_registry_is_retried_or_reported_and_never_tagged() {
     assert!(errors[0].contains(&format!("push to {target}")), "{err}");
     assert!(errors[0].contains("HTTP 503"), "{err}");
     // Uploads follow the registry client's one retry policy: five attempts, then the error.
-    assert_eq!(opreg::image::retry::Retries::default().attempts, 5);
+    assert_eq!(opreg::registry::retry::Retries::default().attempts, 5);
     assert_eq!(f.count("answered"), 5, "five attempts: {err}");
     assert!(!tagged(&reg, "always-503", "v1"));
 

@@ -218,7 +218,7 @@ const CRATE_RULES: &[CrateRule] = &[
     },
     CrateRule {
         names: &["ureq"],
-        places: &["image/"],
+        places: &["registry/"],
         exceptions: &[],
     },
 ];

@@ -1,7 +1,7 @@
 //! The `WWW-Authenticate` parser (registry auth challenges) and the docker config reader.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use opreg::image::auth;
+use opreg::registry::auth;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(s) = std::str::from_utf8(data) else {

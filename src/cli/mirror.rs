@@ -3,9 +3,9 @@
 
 use super::output;
 use crate::error::Error;
-use crate::image::registry::Connection;
 use crate::mirror::run::{self, Destination, MirrorOptions, Report};
 use crate::mirror::transfer::Progress;
+use crate::registry::Connection;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -13,9 +13,9 @@ use super::fetch::BlobSource;
 use super::layout::{LayoutWriter, Top};
 use super::manifest::{self, Manifest};
 use super::reference::{ImageSource, Reference};
-use super::registry::{Connection, Layout, Registry};
-pub use super::upload::Sent;
-use super::upload::{self, Sending};
+pub use crate::registry::upload::Sent;
+use crate::registry::upload::{self, Sending};
+use crate::registry::{Connection, Layout, Registry};
 use anyhow::{anyhow, bail, Result};
 use std::collections::HashMap;
 use std::io::Read;
@@ -332,7 +332,7 @@ fn copy_inner(
 fn sending(opts: &CopyOptions) -> Sending {
     Sending {
         chunk_size: opts.chunk_size.max(1),
-        retries: super::retry::Retries {
+        retries: crate::registry::retry::Retries {
             attempts: opts.connection.retries.attempts.max(1),
             ..opts.connection.retries
         },

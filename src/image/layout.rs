@@ -3,11 +3,11 @@
 //! `index.json` last, rewritten whole by a rename, so that a layout never names a blob it does
 //! not hold. Every file is created `0644` less the umask, as skopeo writes layouts, so that
 //! another user (a container runtime's, say) can read them. Reading a layout is
-//! [`super::registry::Layout`]'s.
+//! [`crate::registry::Layout`]'s.
 
 use super::cache::Verify;
 use super::manifest::{self, Manifest};
-use super::registry::{BlobSource, Layout};
+use crate::registry::{BlobSource, Layout};
 use anyhow::{anyhow, bail, Context, Result};
 use serde_json::{json, Value};
 use std::io::Write;

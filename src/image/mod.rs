@@ -5,13 +5,11 @@
 //! is an image reference into a local path (the image's labelled content, unpacked into a
 //! private temporary directory) and the usual readers of [`crate::catalog`] take it from
 //! there. A bundle read from a bundle image then gets what `opm render` gives it
-//! ([`Resolved::finish_bundle`]).
+//! ([`Resolved::finish_bundle`]). Registries are reached through [`crate::registry`].
 //!
 //! | module | owns |
 //! |---|---|
 //! | [`reference`] | parsing `[registry[:port]/]repository[:tag][@digest]` and `oci:DIR[:TAG]` |
-//! | [`auth`] | auth files, credentials, the `WWW-Authenticate` parser |
-//! | [`registry`] | the distribution API client and the OCI layout reader |
 //! | [`manifest`] | manifests, indexes, platforms, config labels |
 //! | [`kind`] | catalog / index / bundle image by labels |
 //! | [`pull`] | one image: manifests → config → layers, verified and cached |
@@ -20,14 +18,11 @@
 //! | [`unpacked`] | catalog images kept unpacked in the cache |
 //! | [`opm`] | `opm render`'s finishing of bundle images and its migrations |
 //! | [`copy`] | copying an image or index between registries and OCI layouts, digests kept |
-//! | [`upload`] | the registry side of a copy: HEAD, mount, streamed and chunked uploads, manifests |
 //! | [`push`] | pushing an image read from an OCI layout to a registry (a copy) |
 //! | [`layout`] | writing OCI image layouts, and reading one image of a layout whole |
 //! | [`dockerfile`] | `opm generate dockerfile`'s Dockerfile |
 //! | [`signature`] | cosign's signatures in registries: read, checked against a policy, written |
 
-pub mod agents;
-pub mod auth;
 pub mod cache;
 pub mod copy;
 pub mod dockerfile;
@@ -41,15 +36,12 @@ pub mod opm;
 pub mod pull;
 pub mod push;
 pub mod reference;
-pub mod registry;
-pub mod retry;
 pub mod signature;
 pub mod tags;
-pub mod trust;
 pub mod unpacked;
-pub mod upload;
 
 use crate::model::Bundle;
+use crate::registry;
 use anyhow::{Context, Result};
 use reference::ImageSource;
 use std::path::{Path, PathBuf};
@@ -391,7 +383,7 @@ impl ImageOptions {
             skip_tls_verify: self.skip_tls_verify,
             timeout: Duration::from_secs(self.registry_timeout.max(1)),
             cert_dir: self.cert_dir.clone(),
-            retries: retry::Retries::default(),
+            retries: registry::retry::Retries::default(),
             deadline: None,
         }
     }

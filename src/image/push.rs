@@ -4,14 +4,14 @@
 //! Each blob is asked for first (HEAD) and sent only when missing: mounted from another
 //! repository of the same registry when the caller names one (the base image's), else
 //! uploaded, streamed, in one request or, when large, in chunks. A request answered 429 or
-//! 5xx, or cut off, is tried again as every registry request is ([`super::retry::Retries`]). Manifests go last, an index's platform manifests before the index, so a tag never
+//! 5xx, or cut off, is tried again as every registry request is ([`crate::registry::retry::Retries`]). Manifests go last, an index's platform manifests before the index, so a tag never
 //! points at content the registry lacks: a push that fails half-way leaves unreferenced blobs
 //! at most.
 
 use super::copy::{CopyOptions, Progress};
 use super::layout::Image;
 use super::reference::{ImageSource, Reference};
-use super::registry::Connection;
+use crate::registry::Connection;
 use anyhow::anyhow;
 
 pub use super::copy::Copied as Pushed;

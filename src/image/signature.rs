@@ -9,8 +9,8 @@
 
 use super::manifest;
 use super::reference::{ImageSource, Reference};
-use super::registry::{read_limited, BlobSource, Connection, Registry};
-use super::upload;
+use crate::registry::upload;
+use crate::registry::{read_limited, BlobSource, Connection, Registry};
 use crate::sign::identity::{Named, SignedIdentity};
 use crate::sign::keys;
 use crate::sign::payload::{self, Layer, BUNDLE_MEDIA_TYPE_PREFIX};

@@ -3,7 +3,7 @@
 //! find an image's signatures and to skip what the destination already has.
 
 use super::manifest::{Descriptor, ACCEPT, OCI_INDEX};
-use super::registry::{discard, read_limited, Registry};
+use crate::registry::{discard, read_limited, Registry};
 use anyhow::{anyhow, Result};
 
 /// Every tag of the repository, following the list's `Link` pages. A repository that does not

@@ -7,7 +7,7 @@ use super::layer::{Layer, LayerBuilder, Owner, ROOT};
 use crate::error::Error;
 use crate::image::manifest::{self, Descriptor, Manifest, Platform};
 use crate::image::reference::{self, ImageSource};
-use crate::image::registry::{self, BlobSource};
+use crate::registry::{self, BlobSource};
 use anyhow::anyhow;
 use serde_json::{json, Value};
 use std::path::Path;

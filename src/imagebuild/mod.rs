@@ -422,7 +422,7 @@ pub fn push_registries(
     staged: &Staged,
     targets: &[Target],
     opts: &BuildOptions,
-    dest: &crate::image::registry::Connection,
+    dest: &crate::registry::Connection,
     chunk_size: u64,
     progress: &dyn crate::image::copy::Progress,
 ) -> Result<Vec<(Reference, Pushed)>, Error> {

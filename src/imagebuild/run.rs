@@ -7,8 +7,8 @@ use super::{BuildOptions, Target};
 use crate::error::Error;
 use crate::image::push::Pushed;
 use crate::image::reference::Reference;
-use crate::image::registry::Connection;
 use crate::image::signature::Signed;
+use crate::registry::Connection;
 use crate::sign::keys::SigningKey;
 use std::path::PathBuf;
 

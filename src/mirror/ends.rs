@@ -10,8 +10,8 @@ use super::plan::digest_tag;
 use crate::image::fetch::{BlobSource, Fetched};
 use crate::image::layout_source::{Entry, Layout};
 use crate::image::reference::{self, ImageSource, Reference};
-use crate::image::registry::{Connection, Registry};
 use crate::image::tags;
+use crate::registry::{Connection, Registry};
 use anyhow::{anyhow, Result};
 use std::path::{Path, PathBuf};
 
@@ -155,7 +155,7 @@ impl Writer {
     /// dry run writes nothing there).
     pub fn has_blob(&mut self, digest: &str) -> Result<bool> {
         match self {
-            Writer::Registry { reg, .. } => crate::image::upload::exists(reg, digest),
+            Writer::Registry { reg, .. } => crate::registry::upload::exists(reg, digest),
             Writer::Layout { dir, .. } => Ok(crate::image::reference::is_digest(digest)
                 && dir
                     .join("blobs/sha256")

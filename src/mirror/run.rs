@@ -16,7 +16,7 @@ use super::transfer::{self, End, Inspected, Outcome, Progress, TransferOptions};
 use super::workspace;
 use crate::error::Error;
 use crate::image::reference::ImageSource;
-use crate::image::registry::Connection;
+use crate::registry::Connection;
 use std::path::{Path, PathBuf};
 
 /// Where a mirror goes.

@@ -8,8 +8,8 @@
 //! referrers API answers "not offered" is not asked again.
 
 use crate::image::reference::Reference;
-use crate::image::registry::Registry;
 use crate::image::tags;
+use crate::registry::Registry;
 use anyhow::{anyhow, Result};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -126,7 +126,7 @@ pub fn find_in_layout(
     digests: &[String],
     limit: u64,
 ) -> Result<Vec<Found>> {
-    use crate::image::registry::BlobSource;
+    use crate::registry::BlobSource;
     let entries = layout.entries(limit)?;
     let repo = format!("{}/{}", from.registry, from.repository);
     let mut out = Vec::new();

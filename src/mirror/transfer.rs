@@ -16,7 +16,7 @@ use super::signatures::{self, Found};
 use crate::image::copy::{self, CopyOptions, InFlight, Sent};
 use crate::image::manifest::{self, Manifest};
 use crate::image::reference::{self, Reference};
-use crate::image::registry::Connection;
+use crate::registry::Connection;
 use anyhow::{anyhow, Result};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -376,7 +376,7 @@ fn try_copy(
 
 /// An image's top manifest, as read, or as an earlier run recorded it.
 enum Top {
-    Fetched(crate::image::registry::Fetched),
+    Fetched(crate::registry::Fetched),
     /// Its digest and an index's platform digests.
     Recorded(String, Vec<String>),
 }

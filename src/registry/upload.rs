@@ -1,12 +1,12 @@
-//! Writing to a registry over the distribution API, for [`super::copy`]: is a blob there
+//! Writing to a registry over the distribution API, for [`crate::image::copy`]: is a blob there
 //! (HEAD), mount it from another repository of the same registry, upload it streamed (one PUT,
 //! or PATCHes of `chunk_size` bytes then a PUT), put a manifest. A request answered 429 or
 //! 5xx, or cut off, is tried again under the registry client's one policy
 //! ([`super::retry::Retries`]: its doubling backoff, or the registry's `Retry-After`, capped);
 //! an upload starts over from a new session, reading its blob again from the source.
 
-use super::registry::{Registry, SendError};
 use super::retry::Retries;
+use super::{Registry, SendError};
 use anyhow::anyhow;
 use std::io::Read;
 use std::time::Duration;

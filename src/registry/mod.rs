@@ -1,23 +1,38 @@
-//! The registry client: every request to a registry over the distribution API (anonymous,
-//! basic auth, or the bearer-token flow a `WWW-Authenticate` challenge asks for) goes through
-//! [`Registry`], with the trust of [`super::trust`] and the retries of [`super::retry`]. An
-//! OCI layout is the other [`BlobSource`] ([`super::layout_source`]).
+//! The transport: every request to a registry over the distribution API (anonymous, basic
+//! auth, or the bearer-token flow a `WWW-Authenticate` challenge asks for) goes through
+//! [`Registry`], with the trust of [`trust`] and the retries of [`retry`]. An OCI layout is the
+//! other [`BlobSource`] ([`crate::image::layout_source`]).
 //!
 //! Every failure becomes one sentence a user can act on: unknown repository or tag,
 //! unauthorized, a certificate that does not verify, a registry that is down or does not
 //! answer in time. Credentials and tokens are never logged.
+//!
+//! | file | owns |
+//! |---|---|
+//! | `mod.rs` | [`Registry`]: one repository's client, its requests, auth challenges, transport errors |
+//! | `read.rs` | a registry as a [`BlobSource`]: manifests and blobs, a cut-off blob resumed |
+//! | [`agents`] | one HTTP agent per registry and settings, shared by a run's clients |
+//! | [`auth`] | auth files, credentials, the `WWW-Authenticate` parser |
+//! | [`trust`] | whom a connection trusts: roots, the system store, certs.d, `--cert-dir`, mTLS |
+//! | [`retry`] | when a request is tried again, after how long; a blob body resumed |
+//! | [`upload`] | HEAD, mount, streamed and chunked uploads, manifest PUTs |
 
-use super::auth::{self, Credential};
-pub use super::fetch::{read_limited, BlobSource, Fetched};
-pub use super::layout_source::Layout;
-pub use super::retry::SendError;
-use super::retry::{fault, retry_after, tls_problem, with_retries, Fault, Retries, TlsProblem};
+pub use crate::image::fetch::{read_limited, BlobSource, Fetched};
+pub use crate::image::layout_source::Layout;
 use anyhow::{anyhow, bail, Result};
+use auth::Credential;
+pub use retry::SendError;
+use retry::{fault, retry_after, tls_problem, with_retries, Fault, Retries, TlsProblem};
 use std::io::Read;
 use std::path::PathBuf;
 use std::time::Duration;
 
+pub mod agents;
+pub mod auth;
 mod read;
+pub mod retry;
+pub mod trust;
+pub mod upload;
 pub use read::discard;
 
 /// How to reach one side's registries: each [`Registry`] made with it reads its trust from
@@ -43,7 +58,7 @@ impl Default for Connection {
         Connection {
             use_http: false,
             skip_tls_verify: false,
-            timeout: Duration::from_secs(super::DEFAULT_REGISTRY_TIMEOUT),
+            timeout: Duration::from_secs(crate::image::DEFAULT_REGISTRY_TIMEOUT),
             cert_dir: None,
             retries: Retries::default(),
             deadline: None,
@@ -71,15 +86,18 @@ pub struct Registry {
 impl Registry {
     /// A client for `reference`'s repository: its credentials are read here, its trust
     /// (built-in roots, the system store, certs.d or `--cert-dir`) with the agent it shares
-    /// with other clients of the registry ([`super::agents`]); a malformed file of either is
+    /// with other clients of the registry ([`agents`]); a malformed file of either is
     /// an error naming it.
-    pub fn new(reference: &super::reference::Reference, conn: &Connection) -> Result<Registry> {
-        let settings = super::agents::Settings {
+    pub fn new(
+        reference: &crate::image::reference::Reference,
+        conn: &Connection,
+    ) -> Result<Registry> {
+        let settings = agents::Settings {
             cert_dir: conn.cert_dir.as_deref(),
             skip_tls_verify: conn.skip_tls_verify,
             timeout: conn.timeout,
         };
-        let agent = super::agents::agent(&reference.registry, &settings)?;
+        let agent = agents::agent(&reference.registry, &settings)?;
         let scheme = if conn.use_http { "http" } else { "https" };
         Ok(Registry {
             agent,

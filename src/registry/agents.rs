@@ -1,4 +1,4 @@
-//! The HTTP agents behind [`super::registry::Registry`]: one per registry host and connection
+//! The HTTP agents behind [`super::Registry`]: one per registry host and connection
 //! settings, shared by the clients made within [`MAX_AGE`] of its making. A mirror makes a
 //! client per image and side; sharing the agent lets them reuse its pooled connections (no
 //! new TCP connection, no new TLS handshake per image) and its name lookups (a host is looked
