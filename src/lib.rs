@@ -30,6 +30,8 @@
 //! * [`store`]: the SQLite store: schema from `migrations/`, atomic writes, read-only queries.
 //! * [`sign`]: cosign's key files and tag-based signatures, and containers-policy.json with its
 //!   verdict on an image (pure: the registry side is `image::signature`'s).
+//! * [`oci`]: the OCI formats: typed manifests, indexes and descriptors, media types, OCI
+//!   layouts (one reader, one writer), the blob cache.
 //! * [`image`]: image references: pulling into a directory the readers read, building and
 //!   pushing catalog images.
 //! * [`imagebuild`]: building catalog images (layers, config, base, OCI layouts) from a
@@ -104,6 +106,7 @@ pub mod metrics;
 pub mod mirror;
 pub mod model;
 pub mod names;
+pub mod oci;
 pub mod probe;
 pub mod progress;
 pub mod query;

@@ -11,32 +11,24 @@
 //! |---|---|
 //! | [`reference`] | parsing `[registry[:port]/]repository[:tag][@digest]` and `oci:DIR[:TAG]` |
 //! | [`auth`] | auth files, credentials, the `WWW-Authenticate` parser |
-//! | [`registry`] | the distribution API client and the OCI layout reader |
-//! | [`manifest`] | manifests, indexes, platforms, config labels |
+//! | [`registry`] | the distribution API client |
 //! | [`kind`] | catalog / index / bundle image by labels |
 //! | [`pull`] | one image: manifests → config → layers, verified and cached |
 //! | [`layers`] | the layer reader: tar, whiteouts, safety checks |
-//! | [`cache`] | the content-addressed blob cache and the verifying reader |
 //! | [`unpacked`] | catalog images kept unpacked in the cache |
 //! | [`opm`] | `opm render`'s finishing of bundle images and its migrations |
 //! | [`copy`] | copying an image or index between registries and OCI layouts, digests kept |
 //! | [`upload`] | the registry side of a copy: HEAD, mount, streamed and chunked uploads, manifests |
 //! | [`push`] | pushing an image read from an OCI layout to a registry (a copy) |
-//! | [`layout`] | writing OCI image layouts, and reading one image of a layout whole |
 //! | [`dockerfile`] | `opm generate dockerfile`'s Dockerfile |
 //! | [`signature`] | cosign's signatures in registries: read, checked against a policy, written |
 
 pub mod agents;
 pub mod auth;
-pub mod cache;
 pub mod copy;
 pub mod dockerfile;
-pub mod fetch;
 pub mod kind;
 pub mod layers;
-pub mod layout;
-pub mod layout_source;
-pub mod manifest;
 pub mod opm;
 pub mod pull;
 pub mod push;
@@ -50,6 +42,7 @@ pub mod unpacked;
 pub mod upload;
 
 use crate::model::Bundle;
+use crate::oci::{cache, manifest};
 use anyhow::{Context, Result};
 use reference::ImageSource;
 use std::path::{Path, PathBuf};

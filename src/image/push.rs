@@ -9,9 +9,9 @@
 //! at most.
 
 use super::copy::{CopyOptions, Progress};
-use super::layout::Image;
 use super::reference::{ImageSource, Reference};
 use super::registry::Connection;
+use crate::oci::layout_writer::Image;
 use anyhow::anyhow;
 
 pub use super::copy::Copied as Pushed;

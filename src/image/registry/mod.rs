@@ -1,17 +1,17 @@
 //! The registry client: every request to a registry over the distribution API (anonymous,
 //! basic auth, or the bearer-token flow a `WWW-Authenticate` challenge asks for) goes through
 //! [`Registry`], with the trust of [`super::trust`] and the retries of [`super::retry`]. An
-//! OCI layout is the other [`BlobSource`] ([`super::layout_source`]).
+//! OCI layout is the other [`BlobSource`] ([`crate::oci::layout_reader`]).
 //!
 //! Every failure becomes one sentence a user can act on: unknown repository or tag,
 //! unauthorized, a certificate that does not verify, a registry that is down or does not
 //! answer in time. Credentials and tokens are never logged.
 
 use super::auth::{self, Credential};
-pub use super::fetch::{read_limited, BlobSource, Fetched};
-pub use super::layout_source::Layout;
 pub use super::retry::SendError;
 use super::retry::{fault, retry_after, tls_problem, with_retries, Fault, Retries, TlsProblem};
+pub use crate::oci::layout_reader::Layout;
+pub use crate::oci::source::{read_limited, BlobSource, Fetched};
 use anyhow::{anyhow, bail, Result};
 use std::io::Read;
 use std::path::PathBuf;
