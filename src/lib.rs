@@ -32,6 +32,8 @@
 //!   verdict on an image (pure: the registry side is `image::signature`'s).
 //! * [`registry`]: the transport: one client per registry, auth files, trust (system store,
 //!   certs.d, `--cert-dir`, mTLS), one retry policy, uploads.
+//! * [`oci`]: the OCI formats: typed manifests, indexes and descriptors, media types, OCI
+//!   layouts (one reader, one writer), the blob cache.
 //! * [`image`]: image references: pulling into a directory the readers read, building and
 //!   pushing catalog images.
 //! * [`imagebuild`]: building catalog images (layers, config, base, OCI layouts) from a
@@ -106,6 +108,7 @@ pub mod metrics;
 pub mod mirror;
 pub mod model;
 pub mod names;
+pub mod oci;
 pub mod probe;
 pub mod progress;
 pub mod query;

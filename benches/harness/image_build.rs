@@ -92,7 +92,7 @@ fn base_layout(dir: &Path) -> Result<String, String> {
         opreg::imagebuild::base::SCHEMA_LABEL: opreg::store::schema_version().to_string(),
     });
     let config = serde_json::json!({
-        "architecture": opreg::image::manifest::host_platform().architecture,
+        "architecture": opreg::oci::manifest::host_platform().architecture,
         "os": "linux",
         "config": {"Labels": labels},
         "rootfs": {"type": "layers", "diff_ids": [diff_id]},

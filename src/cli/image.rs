@@ -333,7 +333,7 @@ fn run_build(a: BuildArgs) -> super::Ended {
         let platforms = a
             .platforms
             .iter()
-            .map(|p| crate::image::manifest::parse_platform(p).map_err(Error::Usage))
+            .map(|p| crate::oci::manifest::parse_platform(p).map_err(Error::Usage))
             .collect::<Result<Vec<_>, _>>()?;
         let labels = a
             .labels

@@ -9,13 +9,13 @@
 //! Copies running at the same time that share an [`InFlight`] send a blob they share once.
 //! Progress goes to a [`Progress`]; the library draws nothing itself.
 
-use super::fetch::BlobSource;
-use super::layout::{LayoutWriter, Top};
-use super::manifest::{self, Manifest};
 use super::reference::{ImageSource, Reference};
 pub use crate::registry::upload::Sent;
 use crate::registry::upload::{self, Sending};
 use crate::registry::{Connection, Layout, Registry};
+use crate::oci::layout_writer::{LayoutWriter, Top};
+use crate::oci::manifest::{self, Manifest};
+use crate::oci::source::BlobSource;
 use anyhow::{anyhow, bail, Result};
 use std::collections::HashMap;
 use std::io::Read;
@@ -349,7 +349,7 @@ fn open_source(from: &ImageSource, conn: &Connection) -> Result<Box<dyn BlobSour
 /// Reads the top manifest and, for an index, each of its manifests, checking their digests.
 fn read_plan(src: &mut dyn BlobSource, reference: &str, limit: u64) -> Result<Plan> {
     let f = src.manifest(reference, limit)?;
-    let digest = super::cache::digest_of(&f.bytes);
+    let digest = crate::oci::cache::digest_of(&f.bytes);
     if reference.starts_with("sha256:") && digest != reference {
         bail!("manifest {reference} does not match its digest");
     }
@@ -360,7 +360,7 @@ fn read_plan(src: &mut dyn BlobSource, reference: &str, limit: u64) -> Result<Pl
         Manifest::Index { manifests } => {
             for d in manifests {
                 let bytes = src.manifest(&d.digest, limit)?.bytes;
-                if super::cache::digest_of(&bytes) != d.digest {
+                if crate::oci::cache::digest_of(&bytes) != d.digest {
                     bail!("manifest {} does not match its digest", d.digest);
                 }
                 let (m, child) = doc(bytes, d.digest.clone(), Some(&d.media_type))?;

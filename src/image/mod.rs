@@ -10,28 +10,20 @@
 //! | module | owns |
 //! |---|---|
 //! | [`reference`] | parsing `[registry[:port]/]repository[:tag][@digest]` and `oci:DIR[:TAG]` |
-//! | [`manifest`] | manifests, indexes, platforms, config labels |
 //! | [`kind`] | catalog / index / bundle image by labels |
 //! | [`pull`] | one image: manifests → config → layers, verified and cached |
 //! | [`layers`] | the layer reader: tar, whiteouts, safety checks |
-//! | [`cache`] | the content-addressed blob cache and the verifying reader |
 //! | [`unpacked`] | catalog images kept unpacked in the cache |
 //! | [`opm`] | `opm render`'s finishing of bundle images and its migrations |
 //! | [`copy`] | copying an image or index between registries and OCI layouts, digests kept |
 //! | [`push`] | pushing an image read from an OCI layout to a registry (a copy) |
-//! | [`layout`] | writing OCI image layouts, and reading one image of a layout whole |
 //! | [`dockerfile`] | `opm generate dockerfile`'s Dockerfile |
 //! | [`signature`] | cosign's signatures in registries: read, checked against a policy, written |
 
-pub mod cache;
 pub mod copy;
 pub mod dockerfile;
-pub mod fetch;
 pub mod kind;
 pub mod layers;
-pub mod layout;
-pub mod layout_source;
-pub mod manifest;
 pub mod opm;
 pub mod pull;
 pub mod push;
@@ -41,6 +33,7 @@ pub mod tags;
 pub mod unpacked;
 
 use crate::model::Bundle;
+use crate::oci::{cache, manifest};
 use crate::registry;
 use anyhow::{Context, Result};
 use reference::ImageSource;

@@ -4,11 +4,11 @@
 //! downloaded are kept there, and so is the unpacked content of a catalog image
 //! ([`super::unpacked`]): a pull of an image kept there reads no layer at all.
 
-use super::cache::{self, BlobCache, Verify};
 use super::kind::{self, ImageKind};
 use super::layers::{self, Extractor, LayerError};
-use super::manifest::{self, Descriptor, Manifest, Platform};
 use super::unpacked::Unpacked;
+use crate::oci::cache::{self, BlobCache, Verify};
+use crate::oci::manifest::{self, Descriptor, Manifest, Platform};
 use crate::progress::Unit;
 use crate::registry::{read_limited, BlobSource};
 use anyhow::{anyhow, bail, Result};

@@ -9,8 +9,8 @@
 //! at most.
 
 use super::copy::{CopyOptions, Progress};
-use super::layout::Image;
 use super::reference::{ImageSource, Reference};
+use crate::oci::layout_writer::Image;
 use crate::registry::Connection;
 use anyhow::anyhow;
 

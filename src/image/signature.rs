@@ -7,10 +7,10 @@
 //! missing are the OCI 1.1 referrers asked, to tell an image signed in sigstore's new bundle
 //! format from an unsigned one.
 
-use super::manifest;
 use super::reference::{ImageSource, Reference};
 use crate::registry::upload;
 use crate::registry::{read_limited, BlobSource, Connection, Registry};
+use crate::oci::manifest;
 use crate::sign::identity::{Named, SignedIdentity};
 use crate::sign::keys;
 use crate::sign::payload::{self, Layer, BUNDLE_MEDIA_TYPE_PREFIX};
@@ -190,7 +190,7 @@ fn sending() -> upload::Sending {
 pub fn sign(r: &Reference, key: &SigningKey, conn: &Connection, limit: u64) -> Result<Signed> {
     let mut reg = Registry::new(r, conn)?.for_push();
     let top = reg.manifest(r.manifest_ref(), limit)?;
-    let digest = super::cache::digest_of(&top.bytes);
+    let digest = crate::oci::cache::digest_of(&top.bytes);
     sign_digest(&mut reg, r, &digest, key, limit)
 }
 
@@ -262,7 +262,7 @@ pub fn verify(
 ) -> Result<Verified> {
     let mut reg = Registry::new(r, conn)?;
     let top = reg.manifest(r.manifest_ref(), limit)?;
-    let digest = super::cache::digest_of(&top.bytes);
+    let digest = crate::oci::cache::digest_of(&top.bytes);
     let sigs = read_signatures(&mut reg, &digest, limit)?;
     let count = match &sigs {
         Signatures::Found(f) => f.len(),

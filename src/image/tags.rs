@@ -2,7 +2,7 @@
 //! manifest is there (a HEAD), and the OCI 1.1 referrers of a digest. The mirror asks these to
 //! find an image's signatures and to skip what the destination already has.
 
-use super::manifest::{Descriptor, ACCEPT, OCI_INDEX};
+use crate::oci::manifest::{Descriptor, ACCEPT, OCI_INDEX};
 use crate::registry::{discard, read_limited, Registry};
 use anyhow::{anyhow, Result};
 
@@ -74,8 +74,8 @@ pub fn head_manifest(reg: &mut Registry, reference: &str) -> Result<Option<Strin
                 // A registry that does not say: the digest is asked of the manifest itself.
                 None if reference.starts_with("sha256:") => Ok(Some(reference.to_string())),
                 None => {
-                    let f = super::fetch::BlobSource::manifest(reg, reference, 4 << 20)?;
-                    Ok(Some(super::cache::digest_of(&f.bytes)))
+                    let f = crate::oci::source::BlobSource::manifest(reg, reference, 4 << 20)?;
+                    Ok(Some(crate::oci::cache::digest_of(&f.bytes)))
                 }
             }
         }

@@ -5,9 +5,9 @@
 
 use super::layer::{Layer, LayerBuilder, Owner, ROOT};
 use crate::error::Error;
-use crate::image::manifest::{self, Descriptor, Manifest, Platform};
 use crate::image::reference::{self, ImageSource};
 use crate::registry::{self, BlobSource};
+use crate::oci::manifest::{self, Descriptor, Manifest, Platform};
 use anyhow::anyhow;
 use serde_json::{json, Value};
 use std::path::Path;
@@ -83,7 +83,7 @@ pub fn open(
         ),
     };
     let top = src.manifest(&top_ref, max_manifest).map_err(fail)?;
-    let digest = crate::image::cache::digest_of(&top.bytes);
+    let digest = crate::oci::cache::digest_of(&top.bytes);
     if let Some(c) = &check {
         c.run(src.as_mut(), &digest).map_err(fail)?;
     }
@@ -177,7 +177,7 @@ fn read_small(
     } else {
         registry::read_limited(src.blob(digest)?, limit, "image config")?
     };
-    let got = crate::image::cache::digest_of(&bytes);
+    let got = crate::oci::cache::digest_of(&bytes);
     if got != digest {
         anyhow::bail!("blob digest mismatch for {digest}: got {got}");
     }

@@ -4,7 +4,7 @@
 //! Everything is written as JSON with sorted keys, so the same inputs give the same bytes.
 
 use super::layer::Layer;
-use crate::image::manifest::{Descriptor, ImageIndex, ImageManifest};
+use crate::oci::manifest::{Descriptor, ImageIndex, ImageManifest};
 use serde_json::{json, Value};
 
 pub const CONFIG_MEDIA_TYPE: &str = "application/vnd.oci.image.config.v1+json";
@@ -72,7 +72,7 @@ pub fn manifest(config_digest: &str, config_size: u64, layers: Vec<Descriptor>) 
             ..Default::default()
         },
         layers,
-        media_type: crate::image::manifest::OCI_MANIFEST.to_string(),
+        media_type: crate::oci::manifest::OCI_MANIFEST.to_string(),
         schema_version: 2,
     }
 }
@@ -99,7 +99,7 @@ pub fn layer_descriptor(media_type: &str, digest: &str, size: u64) -> Descriptor
 pub fn index(manifests: Vec<Descriptor>) -> ImageIndex {
     ImageIndex {
         manifests,
-        media_type: crate::image::manifest::OCI_INDEX.to_string(),
+        media_type: crate::oci::manifest::OCI_INDEX.to_string(),
         schema_version: 2,
     }
 }
@@ -107,7 +107,7 @@ pub fn index(manifests: Vec<Descriptor>) -> ImageIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::image::manifest::Platform;
+    use crate::oci::manifest::Platform;
 
     /// The typed documents serialize to the bytes the builder wrote before (sorted keys), so
     /// that images built by earlier versions keep their digests.
@@ -116,7 +116,7 @@ mod tests {
         let m = manifest("sha256:c", 10, vec![layer_descriptor("", "sha256:l", 5)]);
         let old = json!({
             "schemaVersion": 2,
-            "mediaType": crate::image::manifest::OCI_MANIFEST,
+            "mediaType": crate::oci::manifest::OCI_MANIFEST,
             "config": {"mediaType": CONFIG_MEDIA_TYPE, "digest": "sha256:c", "size": 10},
             "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip", "digest": "sha256:l", "size": 5}],
         });
@@ -131,13 +131,13 @@ mod tests {
         };
         let i = index(vec![Descriptor {
             digest: "sha256:m".into(),
-            media_type: crate::image::manifest::OCI_MANIFEST.into(),
+            media_type: crate::oci::manifest::OCI_MANIFEST.into(),
             platform: Some(platform),
             size: 7,
             ..Default::default()
         }]);
-        let old = json!({"schemaVersion": 2, "mediaType": crate::image::manifest::OCI_INDEX, "manifests": [
-            {"mediaType": crate::image::manifest::OCI_MANIFEST, "digest": "sha256:m", "size": 7,
+        let old = json!({"schemaVersion": 2, "mediaType": crate::oci::manifest::OCI_INDEX, "manifests": [
+            {"mediaType": crate::oci::manifest::OCI_MANIFEST, "digest": "sha256:m", "size": 7,
              "platform": {"architecture": "arm64", "os": "linux", "variant": "v8"}}]});
         assert_eq!(
             serde_json::to_vec(&i).unwrap(),

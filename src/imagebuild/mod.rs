@@ -23,10 +23,10 @@ pub mod run;
 
 use crate::diag::Diagnostic;
 use crate::error::Error;
-use crate::image::layout::{LayoutWriter, Top};
-use crate::image::manifest::{self, Platform};
 use crate::image::push::{PushOptions, Pushed};
 use crate::image::reference::{self, ImageSource, Reference};
+use crate::oci::layout_writer::{LayoutWriter, Top};
+use crate::oci::manifest::{self, Platform};
 use layer::{Layer, LayerBuilder, Owner, ROOT};
 use std::path::{Path, PathBuf};
 
@@ -85,7 +85,7 @@ pub struct BuildOptions {
 pub struct Staged {
     _dir: tempfile::TempDir,
     /// The image, as its layout holds it.
-    pub image: crate::image::layout::Image,
+    pub image: crate::oci::layout_writer::Image,
     pub platforms: Vec<String>,
     /// True when the opreg database went in.
     pub with_cache: bool,
@@ -172,7 +172,8 @@ pub fn build_catalog(
     let top = assemble(&mut base, [&configs_layer, &cache_layer], &settings, &out)?;
     out.tag(&top, None)?;
     let _ = std::fs::remove_dir_all(&work);
-    let image = crate::image::layout::read_image(out.dir(), None, opts.image.max_manifest_size)?;
+    let image =
+        crate::oci::layout_writer::read_image(out.dir(), None, opts.image.max_manifest_size)?;
     Ok(Staged {
         _dir: staging,
         image,
@@ -405,7 +406,7 @@ pub fn write_layouts(staged: &Staged, targets: &[Target]) -> Result<Vec<String>,
         let Target::Layout { dir, tag } = t else {
             continue;
         };
-        crate::image::layout::copy_image(&staged.image, dir, tag.as_deref())
+        crate::oci::layout_writer::copy_image(&staged.image, dir, tag.as_deref())
             .map_err(|e| Error::failed(format!("oci:{}: {e:#}", dir.display())))?;
         written.push(match tag {
             Some(t) => format!("oci:{}:{t}", dir.display()),
@@ -474,7 +475,7 @@ pub fn push_layout(
             )))
         }
     };
-    let img = crate::image::layout::read_image(&dir, tag.as_deref(), args.max_manifest_size)
+    let img = crate::oci::layout_writer::read_image(&dir, tag.as_deref(), args.max_manifest_size)
         .map_err(|e| Error::failed(format!("{source}: {e:#}")))?;
     let mut push = PushOptions::new(args.connection());
     push.chunk_size = chunk_size;

@@ -7,11 +7,11 @@
 //! `REGISTRY/REPOSITORY@sha256:<hex>` for a referrer.
 
 use super::plan::digest_tag;
-use crate::image::fetch::{BlobSource, Fetched};
-use crate::image::layout_source::{Entry, Layout};
 use crate::image::reference::{self, ImageSource, Reference};
 use crate::image::tags;
 use crate::registry::{Connection, Registry};
+use crate::oci::layout_reader::{Entry, Layout};
+use crate::oci::source::{BlobSource, Fetched};
 use anyhow::{anyhow, Result};
 use std::path::{Path, PathBuf};
 
@@ -176,7 +176,7 @@ impl Writer {
                 _ => None,
             },
         };
-        Ok(found.filter(|f| crate::image::cache::digest_of(&f.bytes) == digest))
+        Ok(found.filter(|f| crate::oci::cache::digest_of(&f.bytes) == digest))
     }
 
     /// The image source a signature tag goes to, and whether it is there with `digest`.

@@ -9,11 +9,11 @@
 use super::plan::PlannedCatalog;
 use crate::error::Error;
 use crate::image::copy::Progress;
-use crate::image::manifest::Platform;
 use crate::image::push::PushOptions;
 use crate::image::reference;
 use crate::imagebuild::{self, BuildOptions, Target};
 use crate::registry::Connection;
+use crate::oci::manifest::Platform;
 
 /// How to rebuild.
 #[derive(Clone, Debug)]

@@ -121,7 +121,7 @@ pub fn find(
 /// named `REGISTRY/REPOSITORY:TAG` of `from`'s repository, then the referrers named
 /// `REGISTRY/REPOSITORY@DIGEST` whose `subject` is one of `digests`.
 pub fn find_in_layout(
-    layout: &mut crate::image::layout_source::Layout,
+    layout: &mut crate::oci::layout_reader::Layout,
     from: &Reference,
     digests: &[String],
     limit: u64,

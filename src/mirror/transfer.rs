@@ -14,9 +14,9 @@ use super::placements;
 use super::plan::PlannedImage;
 use super::signatures::{self, Found};
 use crate::image::copy::{self, CopyOptions, InFlight, Sent};
-use crate::image::manifest::{self, Manifest};
 use crate::image::reference::{self, Reference};
 use crate::registry::Connection;
+use crate::oci::manifest::{self, Manifest};
 use anyhow::{anyhow, Result};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -161,7 +161,7 @@ fn inspect(
     let mut src = Reader::open(&opts.from, &from, &opts.source)?;
     let limit = opts.max_manifest_size;
     let top = src.top(&img.wanted.source, &from, limit)?;
-    out.digest = crate::image::cache::digest_of(&top.bytes);
+    out.digest = crate::oci::cache::digest_of(&top.bytes);
     let mut digests = vec![out.digest.clone()];
     let mut images = Vec::new();
     match manifest::parse_manifest(&top.bytes, top.content_type.as_deref())
@@ -321,7 +321,7 @@ fn try_copy(
         }
         None => {
             let top = src.top(&img.wanted.source, &from, limit)?;
-            let d = crate::image::cache::digest_of(&top.bytes);
+            let d = crate::oci::cache::digest_of(&top.bytes);
             let mut dest = Writer::open(&opts.to, &from, &img.destination, &d, &opts.destination)?;
             match recorded(&dest, &d) {
                 Some(children) => (Top::Recorded(d, children), dest, true),
@@ -392,7 +392,7 @@ impl Top {
                     }
                     _ => Vec::new(),
                 };
-                (crate::image::cache::digest_of(&f.bytes), children)
+                (crate::oci::cache::digest_of(&f.bytes), children)
             }
         })
     }

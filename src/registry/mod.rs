@@ -1,7 +1,7 @@
 //! The transport: every request to a registry over the distribution API (anonymous, basic
 //! auth, or the bearer-token flow a `WWW-Authenticate` challenge asks for) goes through
 //! [`Registry`], with the trust of [`trust`] and the retries of [`retry`]. An OCI layout is the
-//! other [`BlobSource`] ([`crate::image::layout_source`]).
+//! other [`BlobSource`] ([`crate::oci::layout_reader`]).
 //!
 //! Every failure becomes one sentence a user can act on: unknown repository or tag,
 //! unauthorized, a certificate that does not verify, a registry that is down or does not
@@ -17,8 +17,8 @@
 //! | [`retry`] | when a request is tried again, after how long; a blob body resumed |
 //! | [`upload`] | HEAD, mount, streamed and chunked uploads, manifest PUTs |
 
-pub use crate::image::fetch::{read_limited, BlobSource, Fetched};
-pub use crate::image::layout_source::Layout;
+pub use crate::oci::layout_reader::Layout;
+pub use crate::oci::source::{read_limited, BlobSource, Fetched};
 use anyhow::{anyhow, bail, Result};
 use auth::Credential;
 pub use retry::SendError;

@@ -18,7 +18,7 @@ impl BlobSource for Registry {
 
     fn get_if_any(&mut self, rest: &str, limit: u64) -> Result<Option<Vec<u8>>> {
         let url = self.url(rest);
-        let resp = self.get(&url, Some(crate::image::manifest::OCI_INDEX))?;
+        let resp = self.get(&url, Some(crate::oci::manifest::OCI_INDEX))?;
         if !resp.status().is_success() {
             discard(resp);
             return Ok(None);
@@ -44,7 +44,7 @@ impl Registry {
         missing_ok: bool,
     ) -> Result<Option<Fetched>> {
         let url = format!("{}/v2/{}/manifests/{reference}", self.base, self.repository);
-        let resp = self.get(&url, Some(crate::image::manifest::ACCEPT))?;
+        let resp = self.get(&url, Some(crate::oci::manifest::ACCEPT))?;
         if missing_ok && resp.status() == 404 {
             discard(resp);
             return Ok(None);

@@ -1,8 +1,8 @@
 //! Reading an OCI image-layout directory as a [`BlobSource`]: manifests by digest, by tag
 //! (`org.opencontainers.image.ref.name`) or the layout's only image, and blobs from
-//! `blobs/sha256/`. Writing layouts is [`super::layout`]'s.
+//! `blobs/sha256/`. Writing layouts is [`super::layout_writer`]'s.
 
-use super::fetch::{read_limited, BlobSource, Fetched};
+use super::source::{read_limited, BlobSource, Fetched};
 use anyhow::{anyhow, bail, Result};
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -26,7 +26,7 @@ impl Layout {
     }
 
     fn blob_path(&self, digest: &str) -> Result<PathBuf> {
-        if !super::reference::is_digest(digest) {
+        if !crate::image::reference::is_digest(digest) {
             bail!("unsupported or malformed digest {digest:?}");
         }
         Ok(self

@@ -3,11 +3,12 @@
 //! `index.json` last, rewritten whole by a rename, so that a layout never names a blob it does
 //! not hold. Every file is created `0644` less the umask, as skopeo writes layouts, so that
 //! another user (a container runtime's, say) can read them. Reading a layout is
-//! [`crate::registry::Layout`]'s.
+//! [`super::layout_reader::Layout`]'s.
 
 use super::cache::Verify;
+use super::layout_reader::Layout;
 use super::manifest::{self, Manifest};
-use crate::registry::{BlobSource, Layout};
+use super::source::BlobSource;
 use anyhow::{anyhow, bail, Context, Result};
 use serde_json::{json, Value};
 use std::io::Write;
@@ -59,7 +60,7 @@ impl LayoutWriter {
     }
 
     fn blob_path(&self, digest: &str) -> Result<PathBuf> {
-        if !super::reference::is_digest(digest) {
+        if !crate::image::reference::is_digest(digest) {
             bail!("unsupported or malformed digest {digest:?}");
         }
         Ok(self.dir.join("blobs/sha256").join(&digest[7..]))
