@@ -10,12 +10,12 @@
 //! Progress goes to a [`Progress`]; the library draws nothing itself.
 
 use super::reference::{ImageSource, Reference};
-pub use crate::registry::upload::Sent;
-use crate::registry::upload::{self, Sending};
-use crate::registry::{Connection, Layout, Registry};
 use crate::oci::layout_writer::{LayoutWriter, Top};
 use crate::oci::manifest::{self, Manifest};
 use crate::oci::source::BlobSource;
+pub use crate::registry::upload::Sent;
+use crate::registry::upload::{self, Sending};
+use crate::registry::{Connection, Layout, Registry};
 use anyhow::{anyhow, bail, Result};
 use std::collections::HashMap;
 use std::io::Read;

@@ -8,9 +8,9 @@
 //! format from an unsigned one.
 
 use super::reference::{ImageSource, Reference};
+use crate::oci::manifest;
 use crate::registry::upload;
 use crate::registry::{read_limited, BlobSource, Connection, Registry};
-use crate::oci::manifest;
 use crate::sign::identity::{Named, SignedIdentity};
 use crate::sign::keys;
 use crate::sign::payload::{self, Layer, BUNDLE_MEDIA_TYPE_PREFIX};

@@ -6,8 +6,8 @@
 use super::layer::{Layer, LayerBuilder, Owner, ROOT};
 use crate::error::Error;
 use crate::image::reference::{self, ImageSource};
-use crate::registry::{self, BlobSource};
 use crate::oci::manifest::{self, Descriptor, Manifest, Platform};
+use crate::registry::{self, BlobSource};
 use anyhow::anyhow;
 use serde_json::{json, Value};
 use std::path::Path;

@@ -9,9 +9,9 @@
 use super::plan::digest_tag;
 use crate::image::reference::{self, ImageSource, Reference};
 use crate::image::tags;
-use crate::registry::{Connection, Registry};
 use crate::oci::layout_reader::{Entry, Layout};
 use crate::oci::source::{BlobSource, Fetched};
+use crate::registry::{Connection, Registry};
 use anyhow::{anyhow, Result};
 use std::path::{Path, PathBuf};
 

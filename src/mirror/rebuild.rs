@@ -12,8 +12,8 @@ use crate::image::copy::Progress;
 use crate::image::push::PushOptions;
 use crate::image::reference;
 use crate::imagebuild::{self, BuildOptions, Target};
-use crate::registry::Connection;
 use crate::oci::manifest::Platform;
+use crate::registry::Connection;
 
 /// How to rebuild.
 #[derive(Clone, Debug)]
