@@ -22,9 +22,8 @@ pub fn catalog() -> Result<ValidCatalog, Diagnostics> {
 /// The demo's source digest (what a built cache of it records): this opreg's version and the
 /// embedded catalog, so a cache built by another version is rebuilt.
 pub fn digest() -> String {
-    use sha2::{Digest, Sha256};
-    let mut h = Sha256::new();
+    let mut h = crate::digest::Hasher::sha256();
     h.update(env!("CARGO_PKG_VERSION").as_bytes());
     h.update(FBC_YAML.as_bytes());
-    format!("sha256:{:x}", h.finalize())
+    h.digest()
 }

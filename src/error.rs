@@ -41,10 +41,10 @@ impl Error {
     pub fn detail(&self) -> String {
         match self {
             Error::Invalid { errors, .. } => {
-                let all: Vec<String> = errors.iter().map(one_line).collect();
+                let all: Vec<String> = errors.iter().map(diagnostic_line).collect();
                 format!("{self}: {}", all.join("; "))
             }
-            Error::Failed(e) => format!("{e:#}").replace('\n', "; "),
+            Error::Failed(e) => crate::text::one_line(e),
             other => other.to_string(),
         }
     }
@@ -64,7 +64,7 @@ impl From<std::io::Error> for Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// A diagnostic on one line (its `help:` line, if any, joined to it).
-pub fn one_line(d: &Diagnostic) -> String {
+pub fn diagnostic_line(d: &Diagnostic) -> String {
     d.to_string()
         .lines()
         .map(str::trim)

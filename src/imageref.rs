@@ -78,7 +78,8 @@ pub fn parse(spec: &str) -> Result<Normalized, String> {
         ));
     }
     if let Some(d) = digest {
-        check_digest(d)?;
+        // go-digest's `Digest.Validate`, in its words.
+        crate::digest::parse(d).map_err(|e| e.to_string())?;
     }
     Ok(Normalized {
         path: name[domain.len() + 1..].to_string(),
@@ -224,41 +225,6 @@ fn digest_syntax(d: &str) -> bool {
         !b.is_empty() && b[0].is_ascii_alphabetic() && b.iter().all(u8::is_ascii_alphanumeric)
     });
     alg_ok && hex.len() >= 32 && hex.bytes().all(|c| c.is_ascii_hexdigit())
-}
-
-/// go-digest's `Digest.Validate` for a digest the grammar accepted.
-fn check_digest(d: &str) -> Result<(), String> {
-    let (alg, hex) = d.split_once(':').unwrap_or((d, ""));
-    let size = match alg {
-        "sha256" => 64,
-        "sha384" => 96,
-        "sha512" => 128,
-        _ => {
-            // Any algorithm-shaped name go-digest has no hash for.
-            let generic = alg.split(['+', '.', '_', '-']).all(|c| {
-                !c.is_empty()
-                    && c.bytes()
-                        .all(|x| x.is_ascii_lowercase() || x.is_ascii_digit())
-            }) && hex
-                .bytes()
-                .all(|x| x.is_ascii_alphanumeric() || matches!(x, b'=' | b'_' | b'-'));
-            return Err(if generic {
-                "unsupported digest algorithm".into()
-            } else {
-                "invalid checksum digest format".into()
-            });
-        }
-    };
-    if hex.len() != size {
-        return Err("invalid checksum digest length".into());
-    }
-    if !hex
-        .bytes()
-        .all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c))
-    {
-        return Err("invalid checksum digest format".into());
-    }
-    Ok(())
 }
 
 #[cfg(test)]

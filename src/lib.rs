@@ -14,6 +14,8 @@
 //! * Leaves: [`text`] (Go `%q` quoting, "did you mean"), [`json`] (canonical JSON, Go's
 //!   escaping), [`yaml`] (YAML guards), [`version`] (the blang and Masterminds grammars),
 //!   [`release`] (bundle release versions), [`imageref`] (the docker reference grammar),
+//!   [`digest`] (content digests: parse, validate, compute, verify, cosign's tag form),
+//!   [`atomic`] (putting a file or a tree in place whole), [`duration`] (Go durations),
 //!   [`names`] (DNS-1123 rules), [`sqlite`] (the one read-only open), [`memory`] (allocator
 //!   settings, giving memory back when idle), [`interrupt`] (SIGINT/SIGTERM as a flag),
 //!   [`log_sink`] (where log lines go).
@@ -82,6 +84,7 @@ pub mod upgrades_api {
     tonic::include_proto!("opreg.v1");
 }
 
+pub mod atomic;
 pub mod authoring;
 pub mod cache;
 pub mod catalog;
@@ -90,7 +93,9 @@ pub mod conn;
 pub mod demo;
 pub mod diag;
 pub mod diff;
+pub mod digest;
 pub mod draw;
+pub mod duration;
 pub mod error;
 pub mod graph;
 pub mod http;

@@ -44,7 +44,7 @@ pub struct Loaded {
 /// reference.
 pub fn resolve(sources: &[PathBuf], image: &ImageOptions, progress: &Reporter) -> Result<Resolved> {
     crate::image::resolve(sources, image, progress)
-        .map_err(|e| Error::failed(crate::image::one_line(&e)))
+        .map_err(|e| Error::failed(crate::text::one_line(&e)))
 }
 
 /// The error for a catalog without packages: an empty directory, a tree holding only a

@@ -181,12 +181,11 @@ pub fn digest(
     exclude: &[PathBuf],
     cancel: &std::sync::atomic::AtomicBool,
 ) -> std::io::Result<String> {
-    use sha2::{Digest, Sha256};
     use std::sync::atomic::Ordering;
     let exclude = catalog::Exclude::new(exclude);
-    let mut h = Sha256::new();
+    let mut h = crate::digest::Hasher::sha256();
     h.update(env!("CARGO_PKG_VERSION").as_bytes());
-    h.update(crate::store::schema_version().to_le_bytes());
+    h.update(&crate::store::schema_version().to_le_bytes());
     for src in sources {
         let mut files: Vec<PathBuf> = walkdir::WalkDir::new(src)
             .follow_links(true)
@@ -206,12 +205,12 @@ pub fn digest(
             }
             let rel = f.strip_prefix(src).unwrap_or(&f);
             h.update(rel.to_string_lossy().as_bytes());
-            h.update([0]);
+            h.update(&[0]);
             // Streamed: a catalog file is never held in memory whole.
             let mut file = std::fs::File::open(&f)?;
-            h.update(file.metadata()?.len().to_le_bytes());
+            h.update(&file.metadata()?.len().to_le_bytes());
             std::io::copy(&mut file, &mut h)?;
         }
     }
-    Ok(format!("sha256:{:x}", h.finalize()))
+    Ok(h.digest())
 }

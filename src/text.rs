@@ -143,6 +143,13 @@ pub fn go_shortest(f: f64) -> String {
     }
 }
 
+/// An error on one line: its whole chain (`{:#}`, as anyhow prints causes: `outer: inner`),
+/// each line break made `; `. Every one-line error opreg prints, logs or records goes
+/// through here.
+pub fn one_line(e: impl std::fmt::Display) -> String {
+    format!("{e:#}").replace('\n', "; ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -180,5 +187,14 @@ mod tests {
         assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
         assert_eq!(rfc3339(1_700_000_000), "2023-11-14T22:13:20Z");
         assert_eq!(rfc3339(951_825_600), "2000-02-29T12:00:00Z");
+    }
+
+    #[test]
+    fn errors_on_one_line() {
+        let e = anyhow::anyhow!("inner\ndetail").context("outer");
+        assert_eq!(one_line(&e), "outer: inner; detail");
+        assert_eq!(one_line("a\nb\nc"), "a; b; c");
+        let io = std::io::Error::other("plain");
+        assert_eq!(one_line(&io), "plain");
     }
 }

@@ -101,9 +101,7 @@ fn write_tree(out: &Path, files: &BTreeMap<String, Catalog>, format: RenderForma
     };
     let failed = |e: std::io::Error, what: &Path| Error::failed(format!("{}: {e}", what.display()));
     std::fs::create_dir_all(&parent).map_err(|e| failed(e, &parent))?;
-    let tmp = tempfile::Builder::new()
-        .prefix(".opreg-migrate-")
-        .tempdir_in(&parent)
+    let tmp = crate::atomic::Dir::create_in(&parent, ".opreg-migrate-")
         .map_err(|e| failed(e, &parent))?;
     let ext = match format {
         RenderFormat::Json => "json",
@@ -118,12 +116,6 @@ fn write_tree(out: &Path, files: &BTreeMap<String, Catalog>, format: RenderForma
         std::fs::write(&file, bytes).map_err(|e| failed(e, &file))?;
     }
     // A temporary directory is private (0700); OUTDIR is an ordinary directory.
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755))
-        .map_err(|e| failed(e, tmp.path()))?;
-    let kept = tmp.keep();
-    std::fs::rename(&kept, out).map_err(|e| {
-        let _ = std::fs::remove_dir_all(&kept);
-        failed(e, out)
-    })
+    tmp.commit(out, Some(0o755), true)
+        .map_err(|(_, e)| failed(e, out))
 }

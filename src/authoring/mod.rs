@@ -122,7 +122,7 @@ fn render_reference(r: &str, base: &Path, a: &TemplateOptions) -> Result<Vec<Bun
         return Ok(bundles);
     }
     let resolved = crate::image::resolve(&[PathBuf::from(r)], &a.image, &Default::default())
-        .map_err(|e| named(crate::image::one_line(&e)))?;
+        .map_err(|e| named(crate::text::one_line(&e)))?;
     if let Some(Some(img)) = resolved.images.first() {
         if !matches!(img.kind, crate::image::kind::ImageKind::Bundle { .. }) {
             return Err(named(format!(
@@ -142,7 +142,7 @@ fn read_local(paths: &[PathBuf], resolved: &crate::image::Resolved) -> Result<Ve
     });
     resolved.locate(&mut errors);
     if let Some(e) = errors.first() {
-        return Err(e.to_string().replace('\n', "; "));
+        return Err(crate::text::one_line(e));
     }
     Ok(cat
         .packages

@@ -35,10 +35,10 @@ pub struct Args {
     #[arg(long, default_value = "")]
     pub service: String,
     /// Timeout for establishing the connection (Go duration: 1s, 500ms, 2m).
-    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    #[arg(long, default_value = "1s", value_parser = crate::duration::parse)]
     pub connect_timeout: Duration,
     /// Timeout for the health RPC.
-    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    #[arg(long, default_value = "1s", value_parser = crate::duration::parse)]
     pub rpc_timeout: Duration,
     /// Verbose output: the timings of the connection and the RPC, on stderr.
     #[arg(short, long)]
@@ -85,45 +85,6 @@ Usage of grpc_health_probe (opreg):
     	refused: opreg serves no mutual TLS
 Exit codes: 0 SERVING, 1 bad arguments, 2 connection failure, 3 RPC failure, 4 not SERVING.
 ";
-
-/// Parses a Go duration such as `1s`, `500ms`, `1m30s`, `2.5s`.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let mut total = 0f64;
-    let mut rest = s.trim();
-    if rest.is_empty() {
-        return Err("empty duration".into());
-    }
-    if rest == "0" {
-        return Ok(Duration::ZERO);
-    }
-    while !rest.is_empty() {
-        let num_len = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(rest.len());
-        if num_len == 0 {
-            return Err(format!("invalid duration {s:?}"));
-        }
-        let n: f64 = rest[..num_len]
-            .parse()
-            .map_err(|_| format!("invalid duration {s:?}"))?;
-        rest = &rest[num_len..];
-        let unit_len = rest
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
-        let scale = match &rest[..unit_len] {
-            "ns" => 1e-9,
-            "us" | "µs" => 1e-6,
-            "ms" => 1e-3,
-            "s" => 1.0,
-            "m" => 60.0,
-            "h" => 3600.0,
-            u => return Err(format!("invalid duration {s:?}: unknown unit {u:?}")),
-        };
-        total += n * scale;
-        rest = &rest[unit_len..];
-    }
-    Duration::try_from_secs_f64(total).map_err(|_| format!("invalid duration {s:?}"))
-}
 
 /// Parses grpc_health_probe's Go-style flags (`-addr=:50051`, `-addr :50051`, `--addr=...`).
 pub fn parse_go_flags(args: &[std::ffi::OsString]) -> Result<Args, String> {
@@ -248,7 +209,7 @@ fn go_flag_bool(name: &str, value: &str) -> Result<bool, String> {
 
 /// A duration flag's value, refused in the words of Go's flag package.
 fn go_flag_duration(name: &str, value: &str) -> Result<Duration, String> {
-    parse_duration(value)
+    crate::duration::parse(value)
         .map_err(|_| format!("invalid value {value:?} for flag -{name}: parse error"))
 }
 
@@ -319,14 +280,6 @@ pub fn run(a: Args) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn go_durations() {
-        assert_eq!(parse_duration("1s").unwrap(), Duration::from_secs(1));
-        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
-        assert_eq!(parse_duration("1m30s").unwrap(), Duration::from_secs(90));
-        assert!(parse_duration("5 parsecs").is_err());
-    }
 
     #[test]
     fn go_flags() {

@@ -288,7 +288,7 @@ fn sign_pushed(
     args: &crate::image::ImageOptions,
 ) -> Result<crate::image::signature::Signed, Error> {
     crate::image::signature::sign_pushed(r, digest, key, &args.connection(), args.max_manifest_size)
-        .map_err(|e| Error::failed(crate::image::one_line(&e)))
+        .map_err(|e| Error::failed(crate::text::one_line(&e)))
 }
 
 fn pushed(r: &crate::image::reference::Reference, p: &crate::image::push::Pushed) {
@@ -301,7 +301,7 @@ fn pushed(r: &crate::image::reference::Reference, p: &crate::image::push::Pushed
 /// Writes `--digest-file` and prints the digest (unless `quiet`).
 fn finish(digest: &str, digest_file: Option<&std::path::Path>, quiet: bool) -> super::Ended {
     if let Some(f) = digest_file {
-        if let Err(e) = std::fs::write(f, format!("{digest}\n")) {
+        if let Err(e) = crate::image::push::write_digest_file(f, digest) {
             return Error::failed(format_args!("--digest-file {}: {e}", f.display())).into();
         }
     }

@@ -43,7 +43,7 @@ pub struct Args {
     pub since: Option<crate::mirror::history::Date>,
     /// The longest one image's copy may take, signatures included (a Go duration: 90s, 10m,
     /// 1h30m); past it the image fails like any other.
-    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = super::health_probe::parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = crate::duration::parse)]
     pub image_timeout: Duration,
     /// Images copied at the same time.
     #[arg(long, value_name = "N", default_value_t = 4)]

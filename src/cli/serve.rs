@@ -125,12 +125,8 @@ fn parse_catalog_name(s: &str) -> Result<String, String> {
 /// `--poll-interval`: Go's duration syntax (`30s`, `5m`, `1h30m`, `1.5s`, `500ms`, parsed as
 /// the health probe parses its flags), at least 100 ms and at most a day.
 pub fn parse_interval(s: &str) -> Result<Duration, String> {
-    let d = super::health_probe::parse_duration(s)
-        .map_err(|_| format!("{s:?} is not a duration like 30s, 5m or 1h30m"))?;
-    if !(Duration::from_millis(100)..=Duration::from_secs(86400)).contains(&d) {
-        return Err(format!("{s:?} must be between 100ms and 24h"));
-    }
-    Ok(d)
+    crate::duration::parse_within(s, Duration::from_millis(100), Duration::from_secs(86400))
+        .map_err(|e| e.to_string())
 }
 
 /// A number of seconds, at least 0 and at most a year (so `inf`, `nan` and `-1` are usage
@@ -210,7 +206,9 @@ pub fn run(a: Args) -> super::Ended {
 /// container's termination message (a warning in the debug log if that fails).
 fn write_termination_log(termination_log: &Path, e: &Error) {
     let log = match e {
-        Error::Invalid { errors, .. } if errors.len() == 1 => crate::error::one_line(&errors[0]),
+        Error::Invalid { errors, .. } if errors.len() == 1 => {
+            crate::error::diagnostic_line(&errors[0])
+        }
         other => crate::text::elide(&other.detail(), 4000, 200).into_owned(),
     };
     if let Err(w) = std::fs::write(termination_log, format!("{log}\n")) {

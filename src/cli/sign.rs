@@ -138,7 +138,7 @@ pub fn run_sign(a: SignArgs) -> super::Ended {
             Error::failed(format!(
                 "signing {}: {}",
                 a.reference,
-                crate::image::one_line(&e)
+                crate::text::one_line(&e)
             ))
         })
     })();
@@ -172,7 +172,7 @@ pub fn run_verify(a: VerifyArgs) -> super::Ended {
         let key = keys::read_public_key_file(&a.key).map_err(Error::failed)?;
         let args = a.image.args();
         signature::verify(&r, &[key], &args.connection(), args.max_manifest_size)
-            .map_err(|e| Error::failed(format!("{}: {}", a.reference, crate::image::one_line(&e))))
+            .map_err(|e| Error::failed(format!("{}: {}", a.reference, crate::text::one_line(&e))))
     })();
     match done {
         Ok(v) => {

@@ -210,13 +210,12 @@ impl Content {
     /// Writes `lines` to `path` (temp file, synced, renamed) and indexes it. `not_before`
     /// keeps `Last-Modified` moving forward across versions built within one second.
     pub fn write(lines: Lines<'_>, path: &Path, not_before: Option<SystemTime>) -> Result<Content> {
-        let dir = path.parent().unwrap_or(Path::new("."));
-        let mut tmp = tempfile::Builder::new()
-            .prefix(".opreg-jsonl-")
-            .tempfile_in(dir)
+        let dir = crate::atomic::parent(path);
+        let opts = crate::atomic::Options::default().named(".opreg-jsonl-", "");
+        let mut tmp = crate::atomic::File::create(path, &opts)
             .with_context(|| format!("cannot create a file in {}", dir.display()))?;
         {
-            let mut out = std::io::BufWriter::with_capacity(1 << 16, tmp.as_file_mut());
+            let mut out = std::io::BufWriter::with_capacity(1 << 16, tmp.file_mut());
             lines
                 .write(&mut out)
                 .and_then(|_| Ok(out.flush()?))
@@ -227,9 +226,8 @@ impl Content {
             Some(prev) if prev >= now => prev + Duration::from_secs(1),
             _ => now,
         };
-        tmp.as_file().set_modified(modified)?;
-        tmp.as_file().sync_all()?;
-        tmp.persist(path)
+        tmp.file().set_modified(modified)?;
+        tmp.commit()
             .with_context(|| format!("cannot write {}", path.display()))?;
         Self::open(path)
     }

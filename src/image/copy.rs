@@ -233,7 +233,7 @@ pub fn copy(
     copy_inner(from, &source_reference(from), to, opts, progress).map_err(|e| {
         anyhow!(
             "{}",
-            format!("copy {} to {}: {e:#}", name(from), name(to)).replace('\n', "; ")
+            crate::text::one_line(format!("copy {} to {}: {e:#}", name(from), name(to)))
         )
     })
 }
@@ -349,8 +349,8 @@ fn open_source(from: &ImageSource, conn: &Connection) -> Result<Box<dyn BlobSour
 /// Reads the top manifest and, for an index, each of its manifests, checking their digests.
 fn read_plan(src: &mut dyn BlobSource, reference: &str, limit: u64) -> Result<Plan> {
     let f = src.manifest(reference, limit)?;
-    let digest = crate::oci::cache::digest_of(&f.bytes);
-    if reference.starts_with("sha256:") && digest != reference {
+    let digest = crate::digest::sha256(&f.bytes);
+    if crate::digest::is_valid(reference) && !crate::digest::matches(reference, &f.bytes) {
         bail!("manifest {reference} does not match its digest");
     }
     let (top_manifest, top) = doc(f.bytes, digest, f.content_type.as_deref())?;
@@ -360,7 +360,7 @@ fn read_plan(src: &mut dyn BlobSource, reference: &str, limit: u64) -> Result<Pl
         Manifest::Index { manifests } => {
             for d in manifests {
                 let bytes = src.manifest(&d.digest, limit)?.bytes;
-                if crate::oci::cache::digest_of(&bytes) != d.digest {
+                if !crate::digest::matches(&d.digest, &bytes) {
                     bail!("manifest {} does not match its digest", d.digest);
                 }
                 let (m, child) = doc(bytes, d.digest.clone(), Some(&d.media_type))?;

@@ -116,7 +116,10 @@ pub fn generate(opts: &DockerfileOptions) -> Result<PathBuf, DockerfileError> {
         Err(e) => return Err(DockerfileError::Io(from, e)),
     }
     let text = render(&name, &opts.base_image, &opts.builder_image, &labels);
-    std::fs::write(&path, text).map_err(|e| DockerfileError::Io(path.clone(), e))?;
+    // Whole or not at all, and never over a file made since the check above.
+    let opts = crate::atomic::Options::mode(crate::atomic::Mode::Create(0o666)).replace(false);
+    crate::atomic::write(&path, text.as_bytes(), &opts)
+        .map_err(|e| DockerfileError::Io(path.clone(), e))?;
     Ok(path)
 }
 

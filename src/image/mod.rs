@@ -283,7 +283,7 @@ pub fn resolve(
             max_manifest: args.max_manifest_size,
         });
         let pulled = pull_one(&image, args, &this, staging.path())
-            .map_err(|e| anyhow::anyhow!("image {text}: {}", one_line(&e)))?;
+            .map_err(|e| anyhow::anyhow!("image {text}: {}", crate::text::one_line(&e)))?;
         tracing::info!(
             image = %text,
             digest = %pulled.digest,
@@ -330,8 +330,8 @@ pub fn current_digest(source: &Path, args: &ImageOptions) -> Result<Option<Strin
             )
         }
     }
-    .map_err(|e| anyhow::anyhow!("image {text}: {}", one_line(&e)))?;
-    Ok(Some(cache::digest_of(&fetched.bytes)))
+    .map_err(|e| anyhow::anyhow!("image {text}: {}", crate::text::one_line(&e)))?;
+    Ok(Some(crate::digest::sha256(&fetched.bytes)))
 }
 
 /// The verdict of `--signature-policy` on the image SOURCE whose top manifest is `digest`
@@ -359,12 +359,7 @@ pub fn check_signature_policy(source: &Path, args: &ImageOptions, digest: &str) 
         }
         ImageSource::Layout { dir, .. } => check.run(&mut registry::Layout::open(dir)?, digest),
     }
-    .map_err(|e| anyhow::anyhow!("image {text}: {}", one_line(&e)))
-}
-
-/// An error as one line: its causes joined, newlines replaced.
-pub fn one_line(e: &anyhow::Error) -> String {
-    format!("{e:#}").replace('\n', "; ")
+    .map_err(|e| anyhow::anyhow!("image {text}: {}", crate::text::one_line(&e)))
 }
 
 impl ImageOptions {

@@ -7,7 +7,7 @@
 use super::kind::{self, ImageKind};
 use super::layers::{self, Extractor, LayerError};
 use super::unpacked::Unpacked;
-use crate::oci::cache::{self, BlobCache, Verify};
+use crate::oci::cache::{BlobCache, Verify};
 use crate::oci::manifest::{self, Descriptor, Manifest, Platform};
 use crate::progress::Unit;
 use crate::registry::{read_limited, BlobSource};
@@ -137,7 +137,8 @@ pub fn pull(
                 if !p.is_dir() {
                     bail!("the bundle image has no {label} directory");
                 }
-                std::fs::rename(&p, dir.join(name))?;
+                // Inside the private staging directory.
+                crate::atomic::move_path(&p, &dir.join(name), false)?;
             }
             dir
         }
@@ -179,19 +180,19 @@ fn top_manifest(
     opts: &PullOptions,
     downloaded: &mut usize,
 ) -> Result<(Vec<u8>, Option<String>, String)> {
-    if reference.starts_with("sha256:") {
+    if crate::digest::is_valid(reference) {
         if let Some(bytes) = cached_small(opts, reference) {
             return Ok((bytes, None, reference.to_string()));
         }
     }
     let f = src.manifest(reference, opts.max_manifest)?;
     *downloaded += 1;
-    let digest = cache::digest_of(&f.bytes);
-    if reference.starts_with("sha256:") && digest != reference {
+    let digest = crate::digest::sha256(&f.bytes);
+    if crate::digest::is_valid(reference) && !crate::digest::matches(reference, &f.bytes) {
         bail!("manifest digest mismatch: asked for {reference}, got {digest}");
     }
     if let Some(h) = &f.digest {
-        if h.starts_with("sha256:") && *h != digest {
+        if crate::digest::is_valid(h) && !crate::digest::matches(h, &f.bytes) {
             bail!("manifest digest mismatch: the registry says {h}, the content is {digest}");
         }
     }
@@ -205,7 +206,7 @@ fn cached_small(opts: &PullOptions, digest: &str) -> Option<Vec<u8>> {
     let c = opts.cache.as_ref()?;
     let f = c.open_blob(digest)?;
     let bytes = read_limited(f, opts.max_manifest, "cached blob").ok()?;
-    if cache::digest_of(&bytes) == digest {
+    if crate::digest::matches(digest, &bytes) {
         Some(bytes)
     } else {
         tracing::warn!(%digest, "a corrupt blob in the image cache was removed");
@@ -244,11 +245,11 @@ fn small_blob(
         read_limited(src.blob(&d.digest)?, opts.max_manifest, what)?
     };
     *downloaded += 1;
-    if cache::digest_of(&bytes) != d.digest {
+    if !crate::digest::matches(&d.digest, &bytes) {
         bail!(
             "blob digest mismatch for the {what} {}: got {}",
             d.digest,
-            cache::digest_of(&bytes)
+            crate::digest::sha256(&bytes)
         );
     }
     if let Some(c) = &opts.cache {
@@ -316,6 +317,6 @@ fn apply_layer(
 }
 
 fn short(digest: &str) -> &str {
-    let hex = digest.strip_prefix("sha256:").unwrap_or(digest);
+    let hex = crate::digest::hex(digest);
     &hex[..hex.len().min(12)]
 }

@@ -68,7 +68,32 @@ pub fn push(
     .map_err(|e| {
         anyhow!(
             "{}",
-            format!("push to {}: {e:#}", to.given).replace('\n', "; ")
+            crate::text::one_line(format!("push to {}: {e:#}", to.given))
         )
     })
+}
+
+/// Writes a `--digest-file` (`image push`, `image build`): the digest and a newline, whole or
+/// not at all (a temporary file beside it, synced, renamed), created like any new file (0666
+/// less the umask).
+pub fn write_digest_file(path: &std::path::Path, digest: &str) -> std::io::Result<()> {
+    use crate::atomic::{Mode, Options};
+    let text = format!("{digest}\n");
+    crate::atomic::write(path, text.as_bytes(), &Options::mode(Mode::Create(0o666)))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_digest_file_is_the_digest_and_a_newline_written_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("digest");
+        std::fs::write(&f, "an older, longer digest file\n").unwrap();
+        super::write_digest_file(&f, "sha256:ab").unwrap();
+        assert_eq!(std::fs::read_to_string(&f).unwrap(), "sha256:ab\n");
+        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(names.len(), 1, "no temporary file left beside it");
+        let missing = dir.path().join("no/such/dir/digest");
+        assert!(super::write_digest_file(&missing, "sha256:ab").is_err());
+    }
 }

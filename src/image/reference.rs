@@ -121,7 +121,7 @@ pub fn valid_layout_name(name: &str) -> bool {
 
 /// Parses a registry reference, applying the docker defaults. The grammar and the
 /// normalization are [`crate::imageref::parse`]'s (the same check validation applies to pull
-/// specs); this only adds the default tag and opreg's sha256-only rule.
+/// specs); this only adds the default tag.
 pub fn parse(s: &str) -> Result<Reference, String> {
     let bad = |why: &str| Err(format!("invalid image reference {s:?}: {why}"));
     if s.is_empty() {
@@ -131,11 +131,6 @@ pub fn parse(s: &str) -> Result<Reference, String> {
         Ok(n) => n,
         Err(e) => return bad(&e),
     };
-    if let Some(d) = &n.digest {
-        if !is_digest(d) {
-            return bad("opreg pulls by sha256 digest only (sha256: and 64 lowercase hex digits)");
-        }
-    }
     Ok(Reference {
         given: s.to_string(),
         registry: n.domain,
@@ -146,15 +141,6 @@ pub fn parse(s: &str) -> Result<Reference, String> {
             (None, Some(_)) => None,
         },
         digest: n.digest,
-    })
-}
-
-/// `sha256:` and 64 lowercase hex digits.
-pub fn is_digest(d: &str) -> bool {
-    d.strip_prefix("sha256:").is_some_and(|h| {
-        h.len() == 64
-            && h.bytes()
-                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
     })
 }
 
@@ -197,6 +183,17 @@ mod tests {
         );
         let r = parse(&format!("quay.io/a/b@{d}")).unwrap();
         assert_eq!(r.tag, None);
+    }
+
+    #[test]
+    fn digests_of_each_known_algorithm_are_accepted() {
+        for (alg, len) in [("sha256", 64), ("sha384", 96), ("sha512", 128)] {
+            let d = format!("{alg}:{}", "b".repeat(len));
+            let r = parse(&format!("quay.io/a/b@{d}")).unwrap();
+            assert_eq!(r.digest.as_deref(), Some(d.as_str()));
+            assert!(parse(&format!("quay.io/a/b@{alg}:{}", "b".repeat(len - 2))).is_err());
+        }
+        assert!(parse(&format!("quay.io/a/b@md5:{}", "b".repeat(32))).is_err());
     }
 
     #[test]

@@ -120,7 +120,7 @@ pub fn read_signatures(src: &mut dyn BlobSource, digest: &str, limit: u64) -> Re
         }
         let bytes = read_limited(src.blob(&l.digest)?, MAX_PAYLOAD, "signature payload")?;
         // A payload that is not the one named is no signature.
-        if payload::sha256_digest(&bytes) != l.digest {
+        if !crate::digest::matches(&l.digest, &bytes) {
             continue;
         }
         found.push(Found {
@@ -151,7 +151,7 @@ fn has_bundle(src: &mut dyn BlobSource, digest: &str, limit: u64) -> bool {
             return true;
         }
     }
-    let fallback = digest.replacen(':', "-", 1);
+    let fallback = crate::digest::tag_form(digest);
     matches!(src.manifest_if_any(&fallback, limit), Ok(Some(m)) if is_bundle(&m.bytes))
 }
 
@@ -190,7 +190,7 @@ fn sending() -> upload::Sending {
 pub fn sign(r: &Reference, key: &SigningKey, conn: &Connection, limit: u64) -> Result<Signed> {
     let mut reg = Registry::new(r, conn)?.for_push();
     let top = reg.manifest(r.manifest_ref(), limit)?;
-    let digest = crate::oci::cache::digest_of(&top.bytes);
+    let digest = crate::digest::sha256(&top.bytes);
     sign_digest(&mut reg, r, &digest, key, limit)
 }
 
@@ -205,7 +205,7 @@ pub fn sign_digest(
     let body = payload::payload(&cosign_identity(r), digest);
     let signature = base64::engine::general_purpose::STANDARD.encode(keys::sign(key, &body));
     let layer = Layer {
-        digest: payload::sha256_digest(&body),
+        digest: crate::digest::sha256(&body),
         size: body.len() as u64,
         signature,
     };
@@ -262,7 +262,7 @@ pub fn verify(
 ) -> Result<Verified> {
     let mut reg = Registry::new(r, conn)?;
     let top = reg.manifest(r.manifest_ref(), limit)?;
-    let digest = crate::oci::cache::digest_of(&top.bytes);
+    let digest = crate::digest::sha256(&top.bytes);
     let sigs = read_signatures(&mut reg, &digest, limit)?;
     let count = match &sigs {
         Signatures::Found(f) => f.len(),
@@ -301,6 +301,11 @@ pub fn sign_pushed(
     limit: u64,
 ) -> Result<Signed> {
     let mut reg = Registry::new(r, conn)?.for_push();
-    sign_digest(&mut reg, r, digest, key, limit)
-        .map_err(|e| anyhow!("signing {} {digest}: {}", r.given, super::one_line(&e)))
+    sign_digest(&mut reg, r, digest, key, limit).map_err(|e| {
+        anyhow!(
+            "signing {} {digest}: {}",
+            r.given,
+            crate::text::one_line(&e)
+        )
+    })
 }

@@ -72,10 +72,10 @@ pub fn head_manifest(reg: &mut Registry, reference: &str) -> Result<Option<Strin
             match digest {
                 Some(d) => Ok(Some(d)),
                 // A registry that does not say: the digest is asked of the manifest itself.
-                None if reference.starts_with("sha256:") => Ok(Some(reference.to_string())),
+                None if crate::digest::is_valid(reference) => Ok(Some(reference.to_string())),
                 None => {
                     let f = crate::oci::source::BlobSource::manifest(reg, reference, 4 << 20)?;
-                    Ok(Some(crate::oci::cache::digest_of(&f.bytes)))
+                    Ok(Some(crate::digest::sha256(&f.bytes)))
                 }
             }
         }

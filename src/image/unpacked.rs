@@ -34,7 +34,7 @@ pub struct Unpacked {
 
 /// A tree being unpacked (under the cache's `tmp/`), removed on drop unless kept.
 pub struct Unpacking {
-    dir: tempfile::TempDir,
+    dir: crate::atomic::Dir,
 }
 
 impl Unpacking {
@@ -95,9 +95,7 @@ impl Unpacked {
 
     /// A fresh directory to unpack an image into.
     pub fn start(&self) -> Result<Unpacking> {
-        let dir = tempfile::Builder::new()
-            .prefix("unpack-")
-            .tempdir_in(&self.tmp)
+        let dir = crate::atomic::Dir::create_in(&self.tmp, "unpack-")
             .with_context(|| format!("cannot create a directory in {}", self.tmp.display()))?;
         Ok(Unpacking { dir })
     }
@@ -111,15 +109,18 @@ impl Unpacked {
         let tree = self.tree(digest);
         // Twice: a tree already there that is not whole is removed by `get`, and then this one
         // takes its place.
+        let mut dir = u.dir;
         for _ in 0..2 {
-            if std::fs::rename(u.dir.path(), &tree).is_ok() {
-                // Renamed: nothing left for the temp dir to remove.
-                let _ = u.dir.keep();
-                self.evict_old(&tree);
-                return Ok(tree.join("rootfs"));
+            // Private (0700) as unpacked; not synced (a cache, checked against `files`).
+            match dir.commit(&tree, None, false) {
+                Ok(()) => {
+                    self.evict_old(&tree);
+                    return Ok(tree.join("rootfs"));
+                }
+                Err((back, _)) => dir = back,
             }
             // Kept by another process since this one looked (the rename refuses a non-empty
-            // target); `u` is removed on drop.
+            // target); `dir` is removed on drop.
             if let Some(root) = self.get(digest, u64::MAX) {
                 return Ok(root);
             }
@@ -162,7 +163,7 @@ impl Unpacked {
             return;
         };
         let target = gone.path().join("tree");
-        if std::fs::rename(tree, &target).is_err() {
+        if crate::atomic::move_path(tree, &target, false).is_err() {
             let _ = std::fs::remove_dir_all(tree);
         }
         // `gone` and what was moved into it are removed on drop.

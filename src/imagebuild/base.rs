@@ -83,7 +83,7 @@ pub fn open(
         ),
     };
     let top = src.manifest(&top_ref, max_manifest).map_err(fail)?;
-    let digest = crate::oci::cache::digest_of(&top.bytes);
+    let digest = crate::digest::sha256(&top.bytes);
     if let Some(c) = &check {
         c.run(src.as_mut(), &digest).map_err(fail)?;
     }
@@ -177,8 +177,8 @@ fn read_small(
     } else {
         registry::read_limited(src.blob(digest)?, limit, "image config")?
     };
-    let got = crate::oci::cache::digest_of(&bytes);
-    if got != digest {
+    if !crate::digest::matches(digest, &bytes) {
+        let got = crate::digest::sha256(&bytes);
         anyhow::bail!("blob digest mismatch for {digest}: got {got}");
     }
     Ok(bytes)

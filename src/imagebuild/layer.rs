@@ -6,7 +6,6 @@
 //! The layer is hashed as it is written: its digest (the compressed bytes) and its `diff_id`
 //! (the tar stream) come out of [`LayerBuilder::write`] without reading the file back.
 
-use sha2::{Digest, Sha256};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 
@@ -267,7 +266,7 @@ fn sort_key(path: &str) -> Vec<(bool, &str)> {
 /// A writer that hashes and counts what goes through it.
 pub struct Hashing<W> {
     pub inner: W,
-    hasher: Sha256,
+    hasher: crate::digest::Hasher,
     pub count: u64,
 }
 
@@ -275,14 +274,14 @@ impl<W> Hashing<W> {
     pub fn new(inner: W) -> Self {
         Hashing {
             inner,
-            hasher: Sha256::new(),
+            hasher: crate::digest::Hasher::sha256(),
             count: 0,
         }
     }
 
     /// `sha256:HEX` of what was written so far.
     pub fn digest(&self) -> String {
-        format!("sha256:{:x}", self.hasher.clone().finalize())
+        self.hasher.clone().digest()
     }
 }
 

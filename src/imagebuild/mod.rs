@@ -190,7 +190,7 @@ pub fn read_catalog(
     opts: &BuildOptions,
 ) -> Result<(crate::model::Catalog, Vec<Diagnostic>), Error> {
     let resolved = crate::image::resolve(&opts.sources, &opts.image, &opts.progress)
-        .map_err(|e| Error::failed(crate::image::one_line(&e)))?;
+        .map_err(|e| Error::failed(crate::text::one_line(&e)))?;
     let load = crate::load::LoadOptions {
         progress: opts.progress.clone(),
         ..Default::default()

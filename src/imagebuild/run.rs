@@ -94,7 +94,7 @@ pub fn run(
                 let limit = o.build.image.max_manifest_size;
                 let signed =
                     crate::image::signature::sign_pushed(to, &pushed.digest, key, &o.dest, limit)
-                        .map_err(|e| Error::failed(crate::image::one_line(&e)))?;
+                        .map_err(|e| Error::failed(crate::text::one_line(&e)))?;
                 report(Event::Signed {
                     to,
                     signed: &signed,
@@ -120,7 +120,7 @@ pub fn run(
             // A dry run: no digest file says an image went somewhere it did not.
             report(Event::DigestFileSkipped(f));
         } else {
-            std::fs::write(f, format!("{digest}\n"))
+            crate::image::push::write_digest_file(f, &digest)
                 .map_err(|e| Error::failed(format_args!("--digest-file {}: {e}", f.display())))?;
         }
     }

@@ -11,7 +11,7 @@
 //! temporary files and renamed into place only after every archive unpacked, so a layout
 //! never names blobs that are not there.
 
-use sha2::Digest;
+use crate::digest::{Algorithm, Hasher};
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Write};
@@ -111,10 +111,10 @@ fn split(files: &[(PathBuf, u64)], max_bytes: u64) -> Vec<&[(PathBuf, u64)]> {
 }
 
 fn write_archive(dir: &Path, group: &[(PathBuf, u64)], path: &Path) -> Result<(), String> {
-    use std::os::unix::fs::PermissionsExt;
+    use crate::atomic::{Mode, Options};
     let at = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
-    let parent = path.parent().unwrap_or(Path::new("."));
-    let tmp = tempfile::NamedTempFile::new_in(parent).map_err(|e| at(&e))?;
+    let tmp = crate::atomic::File::create(path, &Options::mode(Mode::Exact(0o644)))
+        .map_err(|e| at(&e))?;
     let mut tar = tar::Builder::new(BufWriter::new(tmp));
     for (rel, len) in group {
         let full = dir.join(rel);
@@ -137,12 +137,7 @@ fn write_archive(dir: &Path, group: &[(PathBuf, u64)], path: &Path) -> Result<()
         .into_inner()
         .and_then(|w| w.into_inner().map_err(|e| e.into_error()))
         .map_err(|e| at(&e))?;
-    tmp.as_file()
-        .set_permissions(std::fs::Permissions::from_mode(0o644))
-        .map_err(|e| at(&e))?;
-    tmp.as_file().sync_all().map_err(|e| at(&e))?;
-    tmp.persist(path).map_err(|e| at(&e.error))?;
-    Ok(())
+    tmp.commit().map_err(|e| at(&e))
 }
 
 /// A reader of exactly `left` more bytes: a file that shrank while packing is an error, not a
@@ -203,7 +198,7 @@ fn plain(p: &Path) -> Option<PathBuf> {
 pub fn unpack(archives: &[PathBuf], dir: &Path) -> Result<UnpackStats, String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let mut stats = UnpackStats::default();
-    let mut held: BTreeMap<PathBuf, tempfile::TempPath> = BTreeMap::new();
+    let mut held: BTreeMap<PathBuf, crate::atomic::File> = BTreeMap::new();
     for archive in archives {
         let file = File::open(archive).map_err(|e| format!("{}: {e}", archive.display()))?;
         unpack_one(BufReader::new(file), dir, &mut stats, &mut held)
@@ -211,8 +206,8 @@ pub fn unpack(archives: &[PathBuf], dir: &Path) -> Result<UnpackStats, String> {
     }
     for (rel, tmp) in held {
         let dest = dir.join(&rel);
-        tmp.persist(&dest)
-            .map_err(|e| format!("{}: {}", dest.display(), e.error))?;
+        tmp.commit()
+            .map_err(|e| format!("{}: {e}", dest.display()))?;
     }
     Ok(stats)
 }
@@ -222,7 +217,7 @@ fn unpack_one(
     input: impl Read,
     dir: &Path,
     stats: &mut UnpackStats,
-    held: &mut BTreeMap<PathBuf, tempfile::TempPath>,
+    held: &mut BTreeMap<PathBuf, crate::atomic::File>,
 ) -> Result<(), String> {
     let mut ar = tar::Archive::new(input);
     let entries = ar.entries().map_err(|e| e.to_string())?;
@@ -257,16 +252,14 @@ fn unpack_one(
                 stats.blobs_skipped += 1;
                 continue;
             }
-            let n = write_blob(&mut entry, parent, &dest, alg, &hex)
-                .map_err(|e| format!("{name}: {e}"))?;
+            let n = write_blob(&mut entry, &dest, alg, &hex).map_err(|e| format!("{name}: {e}"))?;
             stats.blobs += 1;
             stats.bytes += n;
         } else {
-            let mut tmp =
-                tempfile::NamedTempFile::new_in(parent).map_err(|e| format!("{name}: {e}"))?;
+            let mut tmp = crate::atomic::File::create(&dest, &file_options())
+                .map_err(|e| format!("{name}: {e}"))?;
             let n = std::io::copy(&mut entry, &mut tmp).map_err(|e| format!("{name}: {e}"))?;
-            set_mode(tmp.as_file()).map_err(|e| format!("{name}: {e}"))?;
-            held.insert(rel, tmp.into_temp_path());
+            held.insert(rel, tmp);
             stats.files += 1;
             stats.bytes += n;
         }
@@ -274,9 +267,11 @@ fn unpack_one(
     Ok(())
 }
 
-fn set_mode(f: &File) -> std::io::Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    f.set_permissions(std::fs::Permissions::from_mode(0o644))
+/// Unpacked files: 0644, not synced (as before: an unpacked mirror is written again when a
+/// run fails).
+fn file_options() -> crate::atomic::Options<'static> {
+    use crate::atomic::{Mode, Options};
+    Options::mode(Mode::Exact(0o644)).sync(false)
 }
 
 /// The algorithm and hex of `blobs/<algorithm>/<hex>`, when the name is a digest opreg can
@@ -289,81 +284,25 @@ fn blob_name(rel: &Path) -> Option<(Algorithm, String)> {
     if *blobs != "blobs" {
         return None;
     }
-    let alg = match *alg {
-        "sha256" => Algorithm::Sha256,
-        "sha384" => Algorithm::Sha384,
-        "sha512" => Algorithm::Sha512,
-        _ => return None,
-    };
-    let ok =
-        hex.len() == alg.hex_len() && hex.bytes().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f'));
-    ok.then(|| (alg, hex.to_string()))
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Algorithm {
-    Sha256,
-    Sha384,
-    Sha512,
-}
-
-impl Algorithm {
-    fn hex_len(self) -> usize {
-        match self {
-            Algorithm::Sha256 => 64,
-            Algorithm::Sha384 => 96,
-            Algorithm::Sha512 => 128,
-        }
-    }
-}
-
-enum Hasher {
-    Sha256(sha2::Sha256),
-    Sha384(sha2::Sha384),
-    Sha512(sha2::Sha512),
-}
-
-impl Hasher {
-    fn new(alg: Algorithm) -> Self {
-        match alg {
-            Algorithm::Sha256 => Hasher::Sha256(sha2::Sha256::new()),
-            Algorithm::Sha384 => Hasher::Sha384(sha2::Sha384::new()),
-            Algorithm::Sha512 => Hasher::Sha512(sha2::Sha512::new()),
-        }
-    }
-
-    fn update(&mut self, b: &[u8]) {
-        match self {
-            Hasher::Sha256(h) => h.update(b),
-            Hasher::Sha384(h) => h.update(b),
-            Hasher::Sha512(h) => h.update(b),
-        }
-    }
-
-    fn hex(self) -> String {
-        match self {
-            Hasher::Sha256(h) => format!("{:x}", h.finalize()),
-            Hasher::Sha384(h) => format!("{:x}", h.finalize()),
-            Hasher::Sha512(h) => format!("{:x}", h.finalize()),
-        }
-    }
+    let d = format!("{alg}:{hex}");
+    let (alg, hex) = crate::digest::parse(&d).ok()?;
+    Some((alg, hex.to_string()))
 }
 
 /// Streams a blob into a temporary file beside `dest`, hashing it, and renames it into place
 /// only when the hash is its name. Returns its size.
 fn write_blob(
     input: &mut impl Read,
-    parent: &Path,
     dest: &Path,
     alg: Algorithm,
     hex: &str,
 ) -> Result<u64, String> {
-    let mut tmp = tempfile::NamedTempFile::new_in(parent).map_err(|e| e.to_string())?;
+    let mut tmp = crate::atomic::File::create(dest, &file_options()).map_err(|e| e.to_string())?;
     let mut hasher = Hasher::new(alg);
     let mut buf = vec![0u8; 1 << 16];
     let mut total = 0u64;
     {
-        let mut out = BufWriter::new(tmp.as_file_mut());
+        let mut out = BufWriter::new(tmp.file_mut());
         loop {
             let n = input.read(&mut buf).map_err(|e| e.to_string())?;
             if n == 0 {
@@ -381,8 +320,7 @@ fn write_blob(
             "content does not match its digest (it hashes to {got}); the archive is damaged or was altered"
         ));
     }
-    set_mode(tmp.as_file()).map_err(|e| e.to_string())?;
-    tmp.persist(dest).map_err(|e| e.error.to_string())?;
+    tmp.commit().map_err(|e| e.to_string())?;
     Ok(total)
 }
 

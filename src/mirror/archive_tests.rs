@@ -1,7 +1,7 @@
 use super::*;
 
 fn sha256(data: &[u8]) -> String {
-    format!("{:x}", sha2::Sha256::digest(data))
+    crate::digest::hex(&crate::digest::sha256(data)).to_string()
 }
 
 /// A small workspace: an OCI layout with two blobs, and a plan file.

@@ -31,10 +31,8 @@ pub fn read(path: &Path) -> Completed {
                 .collect();
             let ok = f.next().is_none()
                 && !destination.is_empty()
-                && crate::image::reference::is_digest(digest)
-                && children
-                    .iter()
-                    .all(|c| crate::image::reference::is_digest(c));
+                && crate::digest::is_valid(digest)
+                && children.iter().all(|c| crate::digest::is_valid(c));
             ok.then(|| ((destination.to_string(), digest.to_string()), children))
         })
         .collect()

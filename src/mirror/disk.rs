@@ -104,7 +104,7 @@ pub fn read(dir: &Path) -> Result<(ImageSetConfiguration, Listing), Error> {
         Error::Usage(format!(
             "{}: {}",
             dir.join(CONFIG).display(),
-            e.replace('\n', "; ")
+            crate::text::one_line(e)
         ))
     })?;
     let text = std::fs::read(dir.join(LISTING)).map_err(|e| lacking(LISTING, e))?;

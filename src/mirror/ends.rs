@@ -156,11 +156,9 @@ impl Writer {
     pub fn has_blob(&mut self, digest: &str) -> Result<bool> {
         match self {
             Writer::Registry { reg, .. } => crate::registry::upload::exists(reg, digest),
-            Writer::Layout { dir, .. } => Ok(crate::image::reference::is_digest(digest)
-                && dir
-                    .join("blobs/sha256")
-                    .join(&digest["sha256:".len()..])
-                    .is_file()),
+            Writer::Layout { dir, .. } => {
+                Ok(crate::digest::blob_path(digest).is_some_and(|p| dir.join(p).is_file()))
+            }
         }
     }
 
@@ -176,7 +174,7 @@ impl Writer {
                 _ => None,
             },
         };
-        Ok(found.filter(|f| crate::oci::cache::digest_of(&f.bytes) == digest))
+        Ok(found.filter(|f| crate::digest::matches(digest, &f.bytes)))
     }
 
     /// The image source a signature tag goes to, and whether it is there with `digest`.

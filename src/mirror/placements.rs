@@ -15,7 +15,7 @@ pub fn read(path: &Path) -> Vec<Placement> {
             let mut f = l.split('\t');
             let (registry, digest, repository) = (f.next()?, f.next()?, f.next()?);
             let ok = f.next().is_none()
-                && crate::image::reference::is_digest(digest)
+                && crate::digest::is_valid(digest)
                 && !registry.is_empty()
                 && !repository.is_empty();
             ok.then(|| Placement {

@@ -69,7 +69,7 @@ pub struct Plan {
 /// The tag an image named only by digest gets at the destination, so that garbage collection
 /// keeps it: `mirror-sha256-<hex>` (not `sha256-<hex>`, the OCI referrers fallback tag).
 pub fn digest_tag(digest: &str) -> String {
-    format!("mirror-{}", digest.replace(':', "-"))
+    format!("mirror-{}", crate::digest::tag_form(digest))
 }
 
 /// Makes the plan: pins, reads and filters each catalog, adds dependencies, validates, and lists
@@ -97,7 +97,7 @@ fn plan_catalog(op: &Operator, opts: &PlanOptions) -> Result<PlannedCatalog, Err
     let source = catalog_source(&op.catalog)?;
     let spec = source_text(&source);
     let digest = crate::image::current_digest(&PathBuf::from(&spec), &opts.image)
-        .map_err(|e| Error::failed(crate::image::one_line(&e)))?
+        .map_err(|e| Error::failed(crate::text::one_line(&e)))?
         .ok_or_else(|| fail("not an image reference".into()))?;
     // A registry's tag may move: everything after this uses the digest. A layout is local.
     let pinned = match &source {
@@ -128,12 +128,12 @@ fn plan_catalog(op: &Operator, opts: &PlanOptions) -> Result<PlannedCatalog, Err
             source_notes.push(format!(
                 "the source catalog has {} errors (first: {}); only the filtered catalog is required to be valid",
                 checked.errors.len(),
-                checked.errors.first().map(crate::error::one_line).unwrap_or_default()
+                checked.errors.first().map(crate::error::diagnostic_line).unwrap_or_default()
             ));
             c
         }
         Err(_) => {
-            let first = checked.errors.first().map(crate::error::one_line);
+            let first = checked.errors.first().map(crate::error::diagnostic_line);
             return Err(fail(format!(
                 "the source catalog cannot be read ({} errors; first: {})",
                 checked.errors.len(),
@@ -154,7 +154,7 @@ fn plan_catalog(op: &Operator, opts: &PlanOptions) -> Result<PlannedCatalog, Err
     let problems: Vec<String> = crate::validate::validate(&filtered.catalog)
         .iter()
         .filter(|d| d.is_error())
-        .map(crate::error::one_line)
+        .map(crate::error::diagnostic_line)
         .collect();
     if !problems.is_empty() {
         return Err(fail(format!(

@@ -157,7 +157,7 @@ pub fn read_config(path: &Path) -> Result<ImageSetConfiguration, Error> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| Error::Usage(format!("{}: {e}", path.display())))?;
     config::parse(&text)
-        .map_err(|e| Error::Usage(format!("{}: {}", path.display(), e.replace('\n', "; "))))
+        .map_err(|e| Error::Usage(format!("{}: {}", path.display(), crate::text::one_line(e))))
 }
 
 /// The three ways a mirror runs.
@@ -362,7 +362,7 @@ fn sign(report: &mut Report, opts: &MirrorOptions, r: &Rebuilt) -> Result<(), Er
         let to = crate::image::reference::parse(&r.destination).map_err(Error::Usage)?;
         let limit = opts.image.max_manifest_size;
         let s = crate::image::signature::sign_pushed(&to, &r.digest, key, &opts.dest, limit)
-            .map_err(|e| Error::failed(crate::image::one_line(&e)))?;
+            .map_err(|e| Error::failed(crate::text::one_line(&e)))?;
         report.signed.push(format!("{} {}", r.destination, s.tag));
     }
     Ok(())
@@ -428,7 +428,7 @@ fn push_from_disk(
             &copy,
             &crate::image::copy::NoProgress,
         )
-        .map_err(|e| Error::failed(crate::image::one_line(&e)))?;
+        .map_err(|e| Error::failed(crate::text::one_line(&e)))?;
         let r = Rebuilt {
             destination: c.destination.clone(),
             digest: copied.digest,

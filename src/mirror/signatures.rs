@@ -28,7 +28,7 @@ pub enum Found {
 
 /// The tags that may carry something about `digest`.
 pub fn tags_of(digest: &str) -> Vec<String> {
-    let base = digest.replace(':', "-");
+    let base = crate::digest::tag_form(digest);
     SUFFIXES.iter().map(|s| format!("{base}{s}")).collect()
 }
 
@@ -56,7 +56,7 @@ impl Cache {
         cell.get_or_init(|| {
             tags::list(reg)
                 .map(|t| t.into_iter().collect())
-                .map_err(|e| crate::image::one_line(&e))
+                .map_err(|e| crate::text::one_line(&e))
         })
         .clone()
         .map_err(|e| anyhow!("listing the tags of {}: {e}", from.repository))

@@ -144,7 +144,7 @@ pub fn inspect_all(images: &[PlannedImage], opts: &TransferOptions) -> Vec<Inspe
         |i| {
             let mut out = Inspected::default();
             if let Err(e) = inspect(&images[i], opts, &cache, &mut out) {
-                out.error = Some(crate::image::one_line(&e));
+                out.error = Some(crate::text::one_line(&e));
             }
             out
         },
@@ -161,7 +161,7 @@ fn inspect(
     let mut src = Reader::open(&opts.from, &from, &opts.source)?;
     let limit = opts.max_manifest_size;
     let top = src.top(&img.wanted.source, &from, limit)?;
-    out.digest = crate::oci::cache::digest_of(&top.bytes);
+    out.digest = crate::digest::sha256(&top.bytes);
     let mut digests = vec![out.digest.clone()];
     let mut images = Vec::new();
     match manifest::parse_manifest(&top.bytes, top.content_type.as_deref())
@@ -281,7 +281,7 @@ fn copy_one(
         None => opts,
     };
     if let Err(e) = try_copy(img, opts, shared, progress, &mut out) {
-        out.error = Some(crate::image::one_line(&e));
+        out.error = Some(crate::text::one_line(&e));
     }
     out
 }
@@ -321,7 +321,7 @@ fn try_copy(
         }
         None => {
             let top = src.top(&img.wanted.source, &from, limit)?;
-            let d = crate::oci::cache::digest_of(&top.bytes);
+            let d = crate::digest::sha256(&top.bytes);
             let mut dest = Writer::open(&opts.to, &from, &img.destination, &d, &opts.destination)?;
             match recorded(&dest, &d) {
                 Some(children) => (Top::Recorded(d, children), dest, true),
@@ -392,7 +392,7 @@ impl Top {
                     }
                     _ => Vec::new(),
                 };
-                (crate::oci::cache::digest_of(&f.bytes), children)
+                (crate::digest::sha256(&f.bytes), children)
             }
         })
     }

@@ -6,22 +6,13 @@ use super::plan::Plan;
 use super::signatures::Found;
 use super::transfer::{Inspected, Outcome};
 use serde_json::{json, Value};
-use std::io::Write;
 use std::path::Path;
 
 /// Writes `bytes` to `path` whole or not at all (a temporary file beside it, synced and
 /// renamed), mode 0644, creating its directory.
 fn write_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)?;
-    let mut t = tempfile::NamedTempFile::new_in(dir)?;
-    t.write_all(bytes)?;
-    t.as_file()
-        .set_permissions(std::fs::Permissions::from_mode(0o644))?;
-    t.as_file().sync_all()?;
-    t.persist(path).map_err(|e| e.error)?;
-    Ok(())
+    use crate::atomic::{Mode, Options};
+    crate::atomic::write_creating_dir(path, bytes, &Options::mode(Mode::Exact(0o644)))
 }
 
 /// [`write_file`], the error one line naming the file.

@@ -1,12 +1,11 @@
 //! The image cache: blobs (manifests, configs, layers) stored by digest under
-//! `DIR/blobs/sha256/HEX`, and the reader that verifies every blob as it streams.
+//! `DIR/blobs/ALGORITHM/HEX`, and the reader that verifies every blob as it streams.
 //!
 //! A blob is first written to a temporary file under `DIR/tmp/` while its digest is computed,
 //! and renamed into place only once digest and size match, so a killed pull leaves at most a
 //! stray temp file (removed by a later run), never a wrong blob under a digest's name.
 
 use anyhow::{bail, Context, Result};
-use sha2::{Digest, Sha256};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
@@ -30,7 +29,7 @@ pub fn default_dir() -> Option<PathBuf> {
 
 impl BlobCache {
     pub fn open(dir: &Path) -> Result<BlobCache> {
-        for sub in ["blobs/sha256", "tmp"] {
+        for sub in ["blobs/sha256", "blobs/sha384", "blobs/sha512", "tmp"] {
             std::fs::create_dir_all(dir.join(sub))
                 .with_context(|| format!("cannot create the image cache {}", dir.display()))?;
         }
@@ -46,8 +45,11 @@ impl BlobCache {
     }
 
     fn path(&self, digest: &str) -> PathBuf {
-        let hex = digest.strip_prefix("sha256:").unwrap_or(digest);
-        self.root.join("blobs/sha256").join(hex)
+        match crate::digest::blob_path(digest) {
+            Some(p) => self.root.join(p),
+            // Never reached with a verified digest; a name no blob has.
+            None => self.root.join("blobs/invalid"),
+        }
     }
 
     /// The cached blob, if any.
@@ -62,10 +64,12 @@ impl BlobCache {
 
     /// Stores verified bytes.
     pub fn put(&self, digest: &str, bytes: &[u8]) -> Result<()> {
-        let mut t = tempfile::NamedTempFile::new_in(self.root.join("tmp"))?;
-        t.write_all(bytes)?;
-        t.as_file().sync_all()?;
-        t.persist(self.path(digest))?;
+        if crate::digest::blob_path(digest).is_none() {
+            bail!("unsupported or malformed digest {digest:?}");
+        }
+        let tmp = self.root.join("tmp");
+        let opts = crate::atomic::Options::default().temp_dir(&tmp);
+        crate::atomic::write(&self.path(digest), bytes, &opts)?;
         Ok(())
     }
 
@@ -93,49 +97,31 @@ impl BlobCache {
     }
 }
 
-/// `sha256:HEX` of `bytes`.
-pub fn digest_of(bytes: &[u8]) -> String {
-    format!("sha256:{:x}", Sha256::digest(bytes))
-}
-
-/// A blob stream that is hashed and counted as it is read, optionally copied into the cache.
-/// Reading past the descriptor's size, or reaching the end with the wrong digest, is an error.
+/// A blob stream that is hashed and counted as it is read ([`crate::digest::Verifying`]),
+/// optionally copied into the cache. Reading past the descriptor's size, or reaching the end
+/// with the wrong digest, is an error.
 pub struct Verify<R: Read> {
-    inner: R,
+    inner: crate::digest::Verifying<R>,
     digest: String,
-    size: u64,
-    hasher: Sha256,
-    count: u64,
-    tee: Option<(tempfile::NamedTempFile, PathBuf)>,
-    failed: Option<String>,
-    done: bool,
+    tee: Option<crate::atomic::File>,
 }
 
 impl<R: Read> Verify<R> {
     /// Verifies `inner` against `digest` and `size`; with `cache`, also stores it there.
     pub fn new(inner: R, digest: &str, size: u64, cache: Option<&BlobCache>) -> Result<Self> {
+        let inner = crate::digest::Verifying::new(inner, digest, Some(size))?;
         let tee = match cache {
-            Some(c) => Some((
-                tempfile::NamedTempFile::new_in(c.root.join("tmp"))?,
-                c.path(digest),
-            )),
+            Some(c) => Some(crate::atomic::File::create(
+                &c.path(digest),
+                &crate::atomic::Options::default().temp_dir(&c.root.join("tmp")),
+            )?),
             None => None,
         };
         Ok(Verify {
             inner,
             digest: digest.to_string(),
-            size,
-            hasher: Sha256::new(),
-            count: 0,
             tee,
-            failed: None,
-            done: false,
         })
-    }
-
-    fn fail(&mut self, msg: String) -> std::io::Error {
-        self.failed = Some(msg.clone());
-        std::io::Error::new(std::io::ErrorKind::InvalidData, msg)
     }
 
     /// Reads what the consumer left, then checks the digest and moves the cached copy into
@@ -143,13 +129,12 @@ impl<R: Read> Verify<R> {
     /// consumer failures better than the consumer's own error.
     pub fn finish(mut self) -> Result<()> {
         let drained = std::io::copy(&mut self, &mut std::io::sink());
-        if let Some(f) = self.failed.take() {
+        if let Some(f) = self.inner.failure() {
             bail!("{f}");
         }
         drained?;
-        if let Some((tmp, path)) = self.tee.take() {
-            tmp.as_file().sync_all()?;
-            tmp.persist(&path)
+        if let Some(tmp) = self.tee.take() {
+            tmp.commit()
                 .with_context(|| format!("cannot store {} in the image cache", self.digest))?;
         }
         Ok(())
@@ -158,37 +143,8 @@ impl<R: Read> Verify<R> {
 
 impl<R: Read> Read for Verify<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        if let Some(f) = &self.failed {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                f.clone(),
-            ));
-        }
-        if self.done || buf.is_empty() {
-            return Ok(0);
-        }
         let n = self.inner.read(buf)?;
-        if n == 0 {
-            self.done = true;
-            let got = format!("sha256:{:x}", std::mem::take(&mut self.hasher).finalize());
-            if self.count != self.size || got != self.digest {
-                return Err(self.fail(format!(
-                    "blob digest mismatch for {}: got {got} ({} bytes, expected {})",
-                    self.digest, self.count, self.size
-                )));
-            }
-            return Ok(0);
-        }
-        self.count += n as u64;
-        if self.count > self.size {
-            let msg = format!(
-                "blob digest mismatch for {}: more than the {} bytes its descriptor says",
-                self.digest, self.size
-            );
-            return Err(self.fail(msg));
-        }
-        self.hasher.update(&buf[..n]);
-        if let Some((t, _)) = &mut self.tee {
+        if let Some(t) = &mut self.tee {
             t.write_all(&buf[..n])?;
         }
         Ok(n)
@@ -204,14 +160,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let cache = BlobCache::open(dir.path()).unwrap();
         let good = b"hello layer";
-        let d = digest_of(good);
+        let d = crate::digest::sha256(good);
         let mut v = Verify::new(&good[..], &d, good.len() as u64, Some(&cache)).unwrap();
         let mut first = [0u8; 5];
         v.read_exact(&mut first).unwrap();
         v.finish().unwrap();
         assert_eq!(std::fs::read(cache.path(&d)).unwrap(), good);
 
-        let other = digest_of(b"something else");
+        let other = crate::digest::sha256(b"something else");
         let v = Verify::new(&good[..], &other, good.len() as u64, Some(&cache)).unwrap();
         let e = v.finish().unwrap_err().to_string();
         assert!(e.contains("digest mismatch"), "{e}");

@@ -26,13 +26,9 @@ impl Layout {
     }
 
     fn blob_path(&self, digest: &str) -> Result<PathBuf> {
-        if !crate::image::reference::is_digest(digest) {
-            bail!("unsupported or malformed digest {digest:?}");
-        }
-        Ok(self
-            .dir
-            .join("blobs/sha256")
-            .join(&digest["sha256:".len()..]))
+        let rel = crate::digest::blob_path(digest)
+            .ok_or_else(|| anyhow!("unsupported or malformed digest {digest:?}"))?;
+        Ok(self.dir.join(rel))
     }
 }
 
@@ -79,7 +75,7 @@ impl BlobSource for Layout {
     /// `reference` is a digest, a tag (`org.opencontainers.image.ref.name`), or "" for the
     /// layout's only image.
     fn manifest(&mut self, reference: &str, limit: u64) -> Result<Fetched> {
-        let digest = if reference.starts_with("sha256:") {
+        let digest = if crate::digest::is_valid(reference) {
             reference.to_string()
         } else {
             let entries = self.entries(limit)?;

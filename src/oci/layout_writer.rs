@@ -47,23 +47,23 @@ impl LayoutWriter {
         &self.dir
     }
 
-    /// A temporary file in `dir`, readable by all (less the umask) once renamed into place.
-    fn temp_in(dir: &Path) -> Result<tempfile::NamedTempFile> {
-        use std::os::unix::fs::PermissionsExt;
-        Ok(tempfile::Builder::new()
-            .permissions(std::fs::Permissions::from_mode(0o644))
-            .tempfile_in(dir)?)
-    }
-
-    fn blob_temp(&self) -> Result<tempfile::NamedTempFile> {
-        Self::temp_in(&self.dir.join("blobs/sha256"))
+    /// A file put in place at `target`, readable by all (less the umask). Not synced, as
+    /// before: a layout is an export a failed run writes again.
+    fn temp_for(target: &Path) -> Result<crate::atomic::File> {
+        use crate::atomic::{Mode, Options};
+        let opts = Options::mode(Mode::Create(0o644)).sync(false);
+        let dir = crate::atomic::parent(target);
+        if !dir.is_dir() {
+            // blobs/sha384 or blobs/sha512: only blobs/sha256 is made with the layout.
+            std::fs::create_dir_all(dir)?;
+        }
+        Ok(crate::atomic::File::create(target, &opts)?)
     }
 
     fn blob_path(&self, digest: &str) -> Result<PathBuf> {
-        if !crate::image::reference::is_digest(digest) {
-            bail!("unsupported or malformed digest {digest:?}");
-        }
-        Ok(self.dir.join("blobs/sha256").join(&digest[7..]))
+        let rel = crate::digest::blob_path(digest)
+            .ok_or_else(|| anyhow!("unsupported or malformed digest {digest:?}"))?;
+        Ok(self.dir.join(rel))
     }
 
     /// True when the layout already holds the blob.
@@ -73,11 +73,11 @@ impl LayoutWriter {
 
     /// Stores small bytes (a manifest, a config) under their digest; returns the digest.
     pub fn put(&self, bytes: &[u8]) -> Result<String> {
-        let digest = super::cache::digest_of(bytes);
+        let digest = crate::digest::sha256(bytes);
         if !self.has(&digest) {
-            let mut t = self.blob_temp()?;
+            let mut t = Self::temp_for(&self.blob_path(&digest)?)?;
             t.write_all(bytes)?;
-            t.persist(self.blob_path(&digest)?)?;
+            t.commit()?;
         }
         Ok(digest)
     }
@@ -89,10 +89,10 @@ impl LayoutWriter {
         if dest.is_file() {
             return Ok(());
         }
-        if std::fs::rename(file, &dest).is_err() {
-            let mut t = self.blob_temp()?;
+        if crate::atomic::move_path(file, &dest, false).is_err() {
+            let mut t = Self::temp_for(&dest)?;
             std::io::copy(&mut std::fs::File::open(file)?, &mut t)?;
-            t.persist(&dest)?;
+            t.commit()?;
         }
         Ok(())
     }
@@ -103,11 +103,11 @@ impl LayoutWriter {
             return Ok(());
         }
         let mut v = Verify::new(src.blob(digest)?, digest, size, None)?;
-        let mut t = self.blob_temp()?;
+        let mut t = Self::temp_for(&self.blob_path(digest)?)?;
         let copied = std::io::copy(&mut v, &mut t);
         v.finish()?;
         copied?;
-        t.persist(self.blob_path(digest)?)?;
+        t.commit()?;
         Ok(())
     }
 
@@ -148,9 +148,9 @@ impl LayoutWriter {
             }
         });
         manifests.push(entry);
-        let mut t = Self::temp_in(&self.dir)?;
+        let mut t = Self::temp_for(&index_path)?;
         t.write_all(&serde_json::to_vec(&index)?)?;
-        t.persist(&index_path)?;
+        t.commit()?;
         Ok(())
     }
 }
@@ -171,7 +171,7 @@ pub struct Image {
 pub fn read_image(dir: &Path, tag: Option<&str>, limit: u64) -> Result<Image> {
     let mut src = Layout::open(dir)?;
     let f = src.manifest(tag.unwrap_or(""), limit)?;
-    let digest = super::cache::digest_of(&f.bytes);
+    let digest = crate::digest::sha256(&f.bytes);
     let m =
         manifest::parse_manifest(&f.bytes, f.content_type.as_deref()).map_err(|e| anyhow!(e))?;
     let media_type = |m: &Manifest| match m {
@@ -199,7 +199,7 @@ pub fn read_image(dir: &Path, tag: Option<&str>, limit: u64) -> Result<Image> {
         Manifest::Index { manifests: list } => {
             for d in list {
                 let bytes = src.manifest(&d.digest, limit)?.bytes;
-                if super::cache::digest_of(&bytes) != d.digest {
+                if !crate::digest::matches(&d.digest, &bytes) {
                     bail!("manifest {} does not match its digest", d.digest);
                 }
                 let pm = manifest::parse_manifest(&bytes, Some(&d.media_type))

@@ -180,7 +180,7 @@ pub fn parse_manifest(bytes: &[u8], content_type: Option<&str>) -> Result<Manife
         other => return Err(format!("unsupported manifest media type {other:?}")),
     };
     let check = |d: &Descriptor| -> Result<(), String> {
-        if !crate::image::reference::is_digest(&d.digest) {
+        if !crate::digest::is_valid(&d.digest) {
             return Err(format!("unsupported or malformed digest {:?}", d.digest));
         }
         Ok(())

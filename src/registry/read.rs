@@ -49,7 +49,7 @@ impl Registry {
             discard(resp);
             return Ok(None);
         }
-        let what = if reference.starts_with("sha256:") {
+        let what = if crate::digest::is_valid(reference) {
             format!("manifest {reference}")
         } else {
             format!("tag {reference:?}")

@@ -58,7 +58,7 @@ impl Poll {
                         tracing::warn!(
                             digest = %now,
                             "the image tag moved to an image the signature policy refuses; still serving the current version: {}",
-                            crate::image::one_line(&why)
+                            crate::text::one_line(&why)
                         );
                         self.metrics.refused_images.inc();
                         refused = Some(now);
@@ -72,7 +72,7 @@ impl Poll {
                     if !failing {
                         tracing::warn!(
                             "polling the image failed; still serving the current version: {}",
-                            crate::image::one_line(&e)
+                            crate::text::one_line(&e)
                         );
                     }
                     failing = true;

@@ -338,22 +338,9 @@ pub fn generate_key_pair(
 /// Writes `bytes` to a temporary file beside `path` with `mode`, then moves it there without
 /// replacing anything.
 fn write_new(path: &std::path::Path, bytes: &[u8], mode: u32) -> Result<(), String> {
-    use std::io::Write;
-    use std::os::unix::fs::PermissionsExt;
-    let fail = |e: std::io::Error| format!("{}: {e}", path.display());
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => std::path::Path::new("."),
-    };
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".opreg-key-")
-        .tempfile_in(dir)
-        .map_err(fail)?;
-    tmp.as_file()
-        .set_permissions(std::fs::Permissions::from_mode(mode))
-        .map_err(fail)?;
-    tmp.write_all(bytes).map_err(fail)?;
-    tmp.as_file().sync_all().map_err(fail)?;
-    tmp.persist_noclobber(path).map_err(|e| fail(e.error))?;
-    Ok(())
+    use crate::atomic::{Mode, Options};
+    let opts = Options::mode(Mode::Exact(mode))
+        .replace(false)
+        .named(".opreg-key-", "");
+    crate::atomic::write(path, bytes, &opts).map_err(|e| format!("{}: {e}", path.display()))
 }

@@ -25,7 +25,7 @@ const OCI_CONFIG: &str = "application/vnd.oci.image.config.v1+json";
 
 /// The tag holding the signatures of the manifest `digest` (`sha256:HEX` → `sha256-HEX.sig`).
 pub fn signature_tag(digest: &str) -> String {
-    format!("{}.sig", digest.replacen(':', "-", 1))
+    format!("{}.sig", crate::digest::tag_form(digest))
 }
 
 #[derive(Serialize)]
@@ -127,7 +127,7 @@ pub fn parse_payload(bytes: &[u8]) -> Result<Claims, String> {
         "critical.image",
     )?;
     let digest = string(image, "docker-manifest-digest", "critical.image")?;
-    if !valid_digest(digest) {
+    if !crate::digest::is_valid(digest) {
         return Err(format!("invalid docker-manifest-digest {digest:?}"));
     }
     let identity = exact(
@@ -140,23 +140,6 @@ pub fn parse_payload(bytes: &[u8]) -> Result<Claims, String> {
         docker_reference: reference.to_string(),
         digest: digest.to_string(),
     })
-}
-
-/// `ALGORITHM:HEX` with a known algorithm and the right length (go-digest's `Parse`).
-fn valid_digest(d: &str) -> bool {
-    let Some((alg, hex)) = d.split_once(':') else {
-        return false;
-    };
-    let len = match alg {
-        "sha256" => 64,
-        "sha384" => 96,
-        "sha512" => 128,
-        _ => return false,
-    };
-    hex.len() == len
-        && hex
-            .bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 /// One signature layer of a signature manifest.
@@ -240,7 +223,7 @@ pub fn build_manifest(existing: Option<&[u8]>, new: &Layer) -> Result<Built, Str
         "config": {},
     }))
     .map_err(|e| e.to_string())?;
-    let config_digest = sha256_digest(&config);
+    let config_digest = crate::digest::sha256(&config);
     let manifest = serde_json::to_vec(&serde_json::json!({
         "schemaVersion": 2,
         "mediaType": OCI_MANIFEST,
@@ -253,18 +236,6 @@ pub fn build_manifest(existing: Option<&[u8]>, new: &Layer) -> Result<Built, Str
         config,
         config_digest,
     })
-}
-
-/// `sha256:HEX` of `bytes`.
-pub fn sha256_digest(bytes: &[u8]) -> String {
-    use sha2::Digest;
-    let h = sha2::Sha256::digest(bytes);
-    let mut s = String::with_capacity(71);
-    s.push_str("sha256:");
-    for b in h {
-        s.push_str(&format!("{b:02x}"));
-    }
-    s
 }
 
 #[cfg(test)]
@@ -313,6 +284,14 @@ mod tests {
         ))
         .is_err());
         assert!(ok("[]").is_err());
+        // Each algorithm go-digest knows, at its length.
+        for (alg, len) in [("sha384", 96), ("sha512", 128)] {
+            let other = format!("{alg}:{}", "c".repeat(len));
+            let wrap = |b: String| format!("{{\"critical\":{{{b}}},\"optional\":null}}");
+            assert!(ok(&wrap(body.replace(&d, &other))).is_ok(), "{alg}");
+            let short = format!("{alg}:{}", "c".repeat(64));
+            assert!(ok(&wrap(body.replace(&d, &short))).is_err(), "{alg}");
+        }
     }
 
     #[test]

@@ -32,7 +32,7 @@ pub fn write_catalog(
 /// writes the rest from the validated catalog and moves the file into place. Dropping a
 /// builder deletes its temp file, so nothing is ever left under the output's name.
 pub struct Builder {
-    tmp: tempfile::NamedTempFile,
+    tmp: crate::atomic::File,
     output: PathBuf,
     dir: PathBuf,
     conn: Connection,
@@ -157,18 +157,16 @@ impl Builder {
             Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
             _ => PathBuf::from("."),
         };
-        let mut tb = tempfile::Builder::new();
-        tb.prefix(".opreg-ingest-").suffix(".db.tmp");
-        // A database is created like any file (0666 less the umask: 0644 under 022), not with
-        // tempfile's private 0600, so that another user's `opreg serve` can read it.
-        #[cfg(unix)]
-        tb.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
-        let tmp = tb
-            .tempfile_in(&dir)
+        // A database is created like any file (0666 less the umask: 0644 under 022), not
+        // private, so that another user's `opreg serve` can read it.
+        let opts = crate::atomic::Options::mode(crate::atomic::Mode::Create(0o666))
+            .named(".opreg-ingest-", ".db.tmp")
+            .temp_dir(&dir);
+        let tmp = crate::atomic::File::create(output, &opts)
             .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
         // Held until the builder is gone: marks the file as belonging to a live ingest
         // (remove_stale_temp_files).
-        tmp.as_file()
+        tmp.file()
             .try_lock()
             .with_context(|| format!("cannot lock {}", tmp.path().display()))?;
         let conn = Connection::open(tmp.path())?;
@@ -258,7 +256,7 @@ impl Builder {
                 .any(|b| !added.contains(&(b.package.clone(), b.name.clone())));
         // Most of the file is written by now: the kernel flushes it while the rest is
         // written, so the final sync waits only for what came after.
-        let early_sync = tmp.as_file().try_clone().ok().map(|f| {
+        let early_sync = tmp.file().try_clone().ok().map(|f| {
             std::thread::spawn(move || {
                 let _ = f.sync_data();
             })
@@ -292,21 +290,18 @@ impl Builder {
         conn.close().map_err(|(_, e)| e)?;
         // Replacing a database keeps its mode, as rewriting a file in place would.
         if let Ok(old) = std::fs::metadata(&output) {
-            let _ = tmp.as_file().set_permissions(old.permissions());
+            let _ = tmp.file().set_permissions(old.permissions());
         }
         if let Some(t) = early_sync {
             let _ = t.join();
         }
-        tmp.as_file().sync_all()?;
-        tmp.persist(&output).with_context(|| {
+        // Synced, renamed over the output, the directory synced.
+        tmp.commit().with_context(|| {
             format!(
                 "cannot move the new database into place at {}",
                 output.display()
             )
         })?;
-        if let Ok(d) = std::fs::File::open(&dir) {
-            let _ = d.sync_all();
-        }
         remove_stale_temp_files(&dir);
         Ok(())
     }

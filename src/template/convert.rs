@@ -28,7 +28,7 @@ pub fn convert(
         fbc::decode_bytes(bytes, file, &mut diags)
     };
     if let Some(d) = diags.iter().find(|d| d.is_error()) {
-        return Err(d.message.replace('\n', "; "));
+        return Err(crate::text::one_line(&d.message));
     }
     let entries: Vec<Entry> = metas
         .into_iter()

@@ -107,16 +107,12 @@ fn first_document(text: &str) -> Result<Value, String> {
         return Err("decoding template: the file holds no document".into());
     };
     let v = Value::deserialize(de)
-        .map_err(|e| format!("decoding template: {}", one_line(&e.to_string())))?;
+        .map_err(|e| format!("decoding template: {}", crate::text::one_line(e)))?;
     match v {
         Value::Object(_) => Ok(v),
         Value::Null => Err("decoding template: the template is empty".into()),
         _ => Err("decoding template: the template is not a mapping".into()),
     }
-}
-
-fn one_line(s: &str) -> String {
-    s.replace('\n', "; ")
 }
 
 /// The value of `key` in `m`, matched as Go's `encoding/json` matches struct fields
@@ -147,7 +143,7 @@ fn build_catalog(
 ) -> Result<Catalog, String> {
     let cat = crate::catalog::build(decls, &mut diags);
     match diags.iter().find(|d| d.is_error()) {
-        Some(d) => Err(d.message.replace('\n', "; ")),
+        Some(d) => Err(crate::text::one_line(&d.message)),
         None => Ok(cat),
     }
 }

@@ -131,7 +131,7 @@ fn valid(cat: &Catalog) -> Result<(), String> {
         Ok(_) => Ok(()),
         Err(_) => Err(errors
             .iter()
-            .map(|d| d.message.replace('\n', "; "))
+            .map(|d| crate::text::one_line(&d.message))
             .collect::<Vec<_>>()
             .join("; ")),
     }
