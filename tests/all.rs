@@ -54,6 +54,7 @@ mod mirror;
 mod mirror_disk;
 mod mirror_runs;
 mod registry_client;
+mod registry_retry;
 mod render_fidelity;
 mod render_template_cli;
 mod rough_edges;

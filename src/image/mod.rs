@@ -85,8 +85,7 @@ impl Default for ImageOptions {
     }
 }
 
-/// `--registry-timeout`'s default, in seconds.
-pub const DEFAULT_REGISTRY_TIMEOUT: u64 = 30;
+pub use crate::registry::DEFAULT_REGISTRY_TIMEOUT;
 /// `--max-manifest-size`'s default, in bytes.
 pub const DEFAULT_MAX_MANIFEST_SIZE: u64 = 4 << 20;
 /// `--max-layer-size`'s default, in bytes.

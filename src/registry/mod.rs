@@ -10,19 +10,22 @@
 //! | file | owns |
 //! |---|---|
 //! | `mod.rs` | [`Registry`]: one repository's client, its requests, auth challenges, transport errors |
-//! | `read.rs` | a registry as a [`BlobSource`]: manifests and blobs, a cut-off blob resumed |
+//! | `read.rs` | a registry as a [`BlobSource`]: manifests and blobs, a cut-off body asked for again |
+//! | `send.rs` | the one send function every request goes through; transport errors as sentences |
 //! | [`agents`] | one HTTP agent per registry and settings, shared by a run's clients |
 //! | [`auth`] | auth files, credentials, the `WWW-Authenticate` parser |
 //! | [`trust`] | whom a connection trusts: roots, the system store, certs.d, `--cert-dir`, mTLS |
-//! | [`retry`] | when a request is tried again, after how long; a blob body resumed |
+//! | [`retry`] | the one retry loop and policy, decided from typed errors; a blob body resumed |
 //! | [`upload`] | HEAD, mount, streamed and chunked uploads, manifest PUTs |
 
 pub use crate::oci::layout_reader::Layout;
 pub use crate::oci::source::{read_limited, BlobSource, Fetched};
 use anyhow::{anyhow, bail, Result};
 use auth::Credential;
+pub use retry::Response;
 pub use retry::SendError;
-use retry::{fault, retry_after, tls_problem, with_retries, Fault, Retries, TlsProblem};
+use retry::{retry_after, Retries};
+use send::Transport;
 use std::io::Read;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -31,6 +34,7 @@ pub mod agents;
 pub mod auth;
 mod read;
 pub mod retry;
+mod send;
 pub mod trust;
 pub mod upload;
 pub use read::discard;
@@ -58,7 +62,7 @@ impl Default for Connection {
         Connection {
             use_http: false,
             skip_tls_verify: false,
-            timeout: Duration::from_secs(crate::image::DEFAULT_REGISTRY_TIMEOUT),
+            timeout: Duration::from_secs(DEFAULT_REGISTRY_TIMEOUT),
             cert_dir: None,
             retries: Retries::default(),
             deadline: None,
@@ -66,21 +70,21 @@ impl Default for Connection {
     }
 }
 
+/// `--registry-timeout`'s default, in seconds.
+pub const DEFAULT_REGISTRY_TIMEOUT: u64 = 30;
+
 /// A repository on a registry.
 pub struct Registry {
-    agent: ureq::Agent,
+    transport: Transport,
     base: String,
-    host: String,
     repository: String,
     credential: Option<Credential>,
     /// The `Authorization` header that worked last (bearer token or basic).
     authorization: Option<String>,
-    timeout: Duration,
     /// Tokens are asked for with push rights ([`Registry::for_push`]).
     pushing: bool,
     use_http: bool,
     retries: Retries,
-    deadline: Option<std::time::Instant>,
 }
 
 impl Registry {
@@ -100,17 +104,19 @@ impl Registry {
         let agent = agents::agent(&reference.registry, &settings)?;
         let scheme = if conn.use_http { "http" } else { "https" };
         Ok(Registry {
-            agent,
+            transport: Transport {
+                agent,
+                host: reference.registry.clone(),
+                timeout: conn.timeout,
+                deadline: conn.deadline,
+            },
             base: format!("{scheme}://{}", reference.api_host()),
-            host: reference.registry.clone(),
             repository: reference.repository.clone(),
             credential: auth::lookup(&reference.registry, &reference.repository)?,
             authorization: None,
-            timeout: conn.timeout,
             pushing: false,
             use_http: conn.use_http,
             retries: conn.retries,
-            deadline: conn.deadline,
         })
     }
 
@@ -120,8 +126,13 @@ impl Registry {
         self
     }
 
+    /// The registry's host, as the reference names it.
+    fn host(&self) -> &str {
+        &self.transport.host
+    }
+
     /// GET `url`, answering one auth challenge if the registry sends one.
-    fn get(&mut self, url: &str, accept: Option<&str>) -> Result<ureq::http::Response<ureq::Body>> {
+    fn get(&mut self, url: &str, accept: Option<&str>) -> Result<Response> {
         let headers: Vec<(&str, &str)> = accept.map(|a| ("Accept", a)).into_iter().collect();
         self.send_with("GET", url, None, &headers, &[])
             .map_err(|e| e.error)
@@ -135,11 +146,14 @@ impl Registry {
         url: &str,
         content_type: Option<&str>,
         body: &[u8],
-    ) -> std::result::Result<ureq::http::Response<ureq::Body>, SendError> {
+    ) -> std::result::Result<Response, SendError> {
         self.send_with(method, url, content_type, &[], body)
     }
 
-    /// [`Registry::send`] with more headers.
+    /// [`Registry::send`] with more headers. GET and HEAD are tried again under the one
+    /// policy ([`retry::run`]); an upload's steps are tried again by [`upload`], which knows
+    /// where an upload session must start over. A 429 or 5xx left when the attempts are spent
+    /// is returned as the answer it is.
     pub fn send_with(
         &mut self,
         method: &str,
@@ -147,21 +161,24 @@ impl Registry {
         content_type: Option<&str>,
         headers: &[(&str, &str)],
         body: &[u8],
-    ) -> std::result::Result<ureq::http::Response<ureq::Body>, SendError> {
-        // GET and HEAD are tried again here; an upload's steps are tried again by the push,
-        // which knows where an upload session must start over.
-        let idempotent = method == "GET" || method == "HEAD";
-        let retries = if idempotent {
-            self.retries
-        } else {
-            Retries {
+    ) -> std::result::Result<Response, SendError> {
+        let retries = self.retries_for(method);
+        retry::answer_of(retry::run(&retries, url, || {
+            self.send_once(method, url, content_type, headers, body)
+                .and_then(retry::answered)
+        }))
+    }
+
+    /// The policy for `method`: GET and HEAD are tried again here; anything else once, its
+    /// caller trying the whole step again.
+    fn retries_for(&self, method: &str) -> Retries {
+        match method {
+            "GET" | "HEAD" => self.retries,
+            _ => Retries {
                 attempts: 1,
                 ..self.retries
-            }
-        };
-        with_retries(&retries, url, || {
-            self.send_once(method, url, content_type, headers, body)
-        })
+            },
+        }
     }
 
     /// One request whose body is streamed from `body` (`len` bytes, sent as Content-Length),
@@ -174,42 +191,18 @@ impl Registry {
         headers: &[(&str, &str)],
         body: &mut dyn Read,
         len: u64,
-    ) -> std::result::Result<ureq::http::Response<ureq::Body>, SendError> {
+    ) -> std::result::Result<Response, SendError> {
         let length = len.to_string();
-        let mut req = ureq::http::Request::builder()
-            .method(method)
-            .uri(url)
-            .header("Content-Type", "application/octet-stream")
-            .header("Content-Length", length.as_str());
+        let mut all = vec![
+            ("Content-Type", "application/octet-stream"),
+            ("Content-Length", length.as_str()),
+        ];
         if let Some(h) = &self.authorization {
-            req = req.header("Authorization", h);
+            all.push(("Authorization", h));
         }
-        for (k, v) in headers {
-            req = req.header(*k, *v);
-        }
-        let req = req
-            .body(ureq::SendBody::from_reader(body))
-            .map_err(|e| SendError {
-                error: anyhow!("{e}"),
-                transient: false,
-            })?;
-        let req = match self.time_left()? {
-            Some(left) => self
-                .agent
-                .configure_request(req)
-                .timeout_global(Some(left))
-                .build(),
-            None => req,
-        };
-        self.agent.run(req).map_err(|e| SendError {
-            transient: fault(&e) == Fault::Broken,
-            error: self.transport_error(e),
-        })
-    }
-
-    /// The time left before the deadline (None: no deadline); an error once it has passed.
-    fn time_left(&self) -> std::result::Result<Option<Duration>, SendError> {
-        time_left(self.deadline, &self.host)
+        all.extend_from_slice(headers);
+        let req = send::request(method, url, &all).body(ureq::SendBody::from_reader(body))?;
+        self.transport.send(req)
     }
 
     /// One request, answering one auth challenge.
@@ -220,55 +213,24 @@ impl Registry {
         content_type: Option<&str>,
         headers: &[(&str, &str)],
         body: &[u8],
-    ) -> std::result::Result<ureq::http::Response<ureq::Body>, SendError> {
+    ) -> std::result::Result<Response, SendError> {
         let mut challenged = false;
         loop {
             let auth = self.authorization.clone();
+            let mut all: Vec<(&str, &str)> = Vec::new();
+            if let Some(h) = &auth {
+                all.push(("Authorization", h));
+            }
+            if let Some(ct) = content_type {
+                all.push(("Content-Type", ct));
+            }
+            all.extend_from_slice(headers);
+            let builder = send::request(method, url, &all);
             let resp = if method == "HEAD" || method == "GET" {
-                let mut req = if method == "HEAD" {
-                    self.agent.head(url)
-                } else {
-                    self.agent.get(url)
-                };
-                if let Some(h) = &auth {
-                    req = req.header("Authorization", h);
-                }
-                for (k, v) in headers {
-                    req = req.header(*k, *v);
-                }
-                match self.time_left()? {
-                    Some(left) => req.config().timeout_global(Some(left)).build().call(),
-                    None => req.call(),
-                }
+                self.transport.send(builder.body(())?)?
             } else {
-                let mut req = ureq::http::Request::builder().method(method).uri(url);
-                if let Some(h) = &auth {
-                    req = req.header("Authorization", h);
-                }
-                if let Some(ct) = content_type {
-                    req = req.header("Content-Type", ct);
-                }
-                for (k, v) in headers {
-                    req = req.header(*k, *v);
-                }
-                let req = req.body(body).map_err(|e| SendError {
-                    error: anyhow!("{e}"),
-                    transient: false,
-                })?;
-                match self.time_left()? {
-                    Some(left) => self.agent.run(
-                        self.agent
-                            .configure_request(req)
-                            .timeout_global(Some(left))
-                            .build(),
-                    ),
-                    None => self.agent.run(req),
-                }
+                self.transport.send(builder.body(body)?)?
             };
-            let resp = resp.map_err(|e| SendError {
-                transient: fault(&e) == Fault::Broken,
-                error: self.transport_error(e),
-            })?;
             if resp.status() == 401 && !challenged {
                 challenged = true;
                 let header = resp
@@ -277,10 +239,7 @@ impl Registry {
                     .and_then(|v| v.to_str().ok())
                     .unwrap_or("")
                     .to_string();
-                self.answer_challenge(&header).map_err(|error| SendError {
-                    error,
-                    transient: false,
-                })?;
+                self.answer_challenge(&header).map_err(SendError::fatal)?;
                 continue;
             }
             return Ok(resp);
@@ -311,7 +270,7 @@ impl Registry {
             let Some(cred) = &self.credential else {
                 bail!(
                     "unauthorized: the registry requires credentials and none were found for {} in $REGISTRY_AUTH_FILE, $XDG_RUNTIME_DIR/containers/auth.json, $DOCKER_CONFIG/config.json or ~/.docker/config.json",
-                    self.host
+                    self.host()
                 );
             };
             self.authorization = Some(cred.basic_header());
@@ -335,34 +294,43 @@ impl Registry {
             _ => format!("repository:{}:pull", self.repository),
         };
         let service = c.params.get("service").cloned().unwrap_or_default();
-        let (agent, credential) = (self.agent.clone(), self.credential.clone());
-        let resp = with_retries(&self.retries, realm, || {
-            let sent = match &credential {
-                Some(Credential::IdentityToken { token, .. }) => agent.post(realm).send_form([
-                    ("grant_type", "refresh_token"),
-                    ("refresh_token", token.as_str()),
-                    ("service", service.as_str()),
-                    ("scope", scope.as_str()),
-                    ("client_id", "opreg"),
-                ]),
+        let (transport, credential) = (self.transport.clone(), self.credential.clone());
+        let token_request = || {
+            let req = match &credential {
+                Some(Credential::IdentityToken { token, .. }) => {
+                    let form = [
+                        ("grant_type", "refresh_token"),
+                        ("refresh_token", token.as_str()),
+                        ("service", service.as_str()),
+                        ("scope", scope.as_str()),
+                        ("client_id", "opreg"),
+                    ]
+                    .iter()
+                    .map(|(k, v)| format!("{k}={}", encode(v)))
+                    .collect::<Vec<_>>()
+                    .join("&");
+                    let ct = [("Content-Type", "application/x-www-form-urlencoded")];
+                    return transport.send(send::request("POST", realm, &ct).body(form)?);
+                }
                 cred => {
                     let sep = if realm.contains('?') { '&' } else { '?' };
                     let mut url = format!("{realm}{sep}scope={}", encode(&scope));
                     if !service.is_empty() {
                         url.push_str(&format!("&service={}", encode(&service)));
                     }
-                    let mut req = agent.get(&url);
-                    if let Some(cred) = cred {
-                        req = req.header("Authorization", cred.basic_header());
-                    }
-                    req.call()
+                    let basic = cred.as_ref().map(Credential::basic_header);
+                    let headers: Vec<(&str, &str)> = basic
+                        .iter()
+                        .map(|b| ("Authorization", b.as_str()))
+                        .collect();
+                    send::request("GET", &url, &headers).body(())?
                 }
             };
-            sent.map_err(|e| SendError {
-                transient: fault(&e) == Fault::Broken,
-                error: self.transport_error(e),
-            })
-        })
+            transport.send(req)
+        };
+        let resp = retry::answer_of(retry::run(&self.retries, realm, || {
+            token_request().and_then(retry::answered)
+        }))
         .map_err(|e| e.error)?;
         let status = resp.status().as_u16();
         if status == 401 || status == 403 {
@@ -373,7 +341,7 @@ impl Registry {
                 } else {
                     "anonymous access (no credentials found)"
                 },
-                self.host
+                self.host()
             );
         }
         if status != 200 {
@@ -390,52 +358,8 @@ impl Registry {
             .ok_or_else(|| anyhow!("the token service sent no token"))
     }
 
-    fn transport_error(&self, e: ureq::Error) -> anyhow::Error {
-        let text = e.to_string();
-        let timed_out = || {
-            anyhow!(
-                "the registry {} did not answer within {} s (--registry-timeout)",
-                self.host,
-                self.timeout.as_secs()
-            )
-        };
-        match e {
-            ureq::Error::Timeout(ureq::Timeout::Global) => return out_of_time(&self.host),
-            ureq::Error::Timeout(_) | ureq::Error::BodyStalled => return timed_out(),
-            ureq::Error::HostNotFound => return anyhow!("unknown registry host {}", self.host),
-            ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::TimedOut => return timed_out(),
-            ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::ConnectionRefused => {
-                return anyhow!(
-                    "cannot connect to the registry {}: connection refused (is it running?)",
-                    self.host
-                )
-            }
-            _ => {}
-        }
-        match tls_problem(&text.to_ascii_lowercase()) {
-            Some(TlsProblem::PlainHttp) => anyhow!(
-                "the registry {} answered in plain HTTP to a TLS request: use --use-http for a plain-HTTP registry",
-                self.host
-            ),
-            Some(TlsProblem::Certificate) => anyhow!(
-                "the TLS certificate of the registry {} does not verify ({text}): trust its CA with --cert-dir DIR (a DIR/ca.crt), a certs.d directory (/etc/containers/certs.d/{}/ca.crt) or SSL_CERT_FILE, or pass --skip-tls-verify",
-                self.host,
-                self.host
-            ),
-            Some(TlsProblem::Handshake) => anyhow!(
-                "TLS with the registry {} failed ({text}); a client certificate goes in --cert-dir or certs.d as NAME.cert and NAME.key",
-                self.host
-            ),
-            None => anyhow!("cannot talk to the registry {}: {text}", self.host),
-        }
-    }
-
     /// Turns a non-2xx answer into an error naming what was not found or not allowed.
-    pub fn status_error(
-        &self,
-        what: &str,
-        resp: ureq::http::Response<ureq::Body>,
-    ) -> anyhow::Error {
+    pub fn status_error(&self, what: &str, resp: Response) -> anyhow::Error {
         let status = resp.status().as_u16();
         let retry_after = retry_after(&resp)
             .map(|s| format!("; Retry-After {s} s"))
@@ -453,7 +377,7 @@ impl Registry {
         if status == 400 && self.use_http && String::from_utf8_lossy(&body).contains("HTTPS") {
             return anyhow!(
                 "the registry {} speaks TLS (HTTPS) and was asked in plain HTTP: leave out --use-http",
-                self.host
+                self.host()
             );
         }
         match status {
@@ -464,18 +388,22 @@ impl Registry {
                 } else {
                     "the registry requires credentials and none were found"
                 },
-                self.host
+                self.host()
             ),
-            403 => anyhow!("access denied to {} on {}", self.repository, self.host),
+            403 => anyhow!("access denied to {} on {}", self.repository, self.host()),
             404 => match code.as_str() {
                 "NAME_UNKNOWN" => {
-                    anyhow!("repository {} not found on {}", self.repository, self.host)
+                    anyhow!(
+                        "repository {} not found on {}",
+                        self.repository,
+                        self.host()
+                    )
                 }
                 "MANIFEST_UNKNOWN" => anyhow!("{what} not found in {}", self.repository),
                 _ => anyhow!(
                     "{what} not found (repository {} on {})",
                     self.repository,
-                    self.host
+                    self.host()
                 ),
             },
             s => anyhow!(
@@ -488,28 +416,6 @@ impl Registry {
             ),
         }
     }
-}
-
-/// The time left before `deadline` (None: no deadline); an error naming `host` and
-/// `--image-timeout` once it has passed.
-fn time_left(
-    deadline: Option<std::time::Instant>,
-    host: &str,
-) -> std::result::Result<Option<Duration>, SendError> {
-    match deadline {
-        None => Ok(None),
-        Some(d) => match d.checked_duration_since(std::time::Instant::now()) {
-            Some(left) if !left.is_zero() => Ok(Some(left)),
-            _ => Err(SendError {
-                error: out_of_time(host),
-                transient: false,
-            }),
-        },
-    }
-}
-
-fn out_of_time(host: &str) -> anyhow::Error {
-    anyhow!("the image's copy from or to {host} took longer than --image-timeout")
 }
 
 fn encode(s: &str) -> String {

@@ -1,17 +1,14 @@
 //! Writing to a registry over the distribution API, for [`crate::image::copy`]: is a blob there
 //! (HEAD), mount it from another repository of the same registry, upload it streamed (one PUT,
 //! or PATCHes of `chunk_size` bytes then a PUT), put a manifest. A request answered 429 or
-//! 5xx, or cut off, is tried again under the registry client's one policy
-//! ([`super::retry::Retries`]: its doubling backoff, or the registry's `Retry-After`, capped);
-//! an upload starts over from a new session, reading its blob again from the source.
+//! 5xx, or cut off, is tried again in the client's one retry loop ([`retry::run`]: its
+//! doubling backoff, or the registry's `Retry-After`, capped); an upload starts over from a
+//! new session, reading its blob again from the source.
 
-use super::retry::Retries;
-use super::{Registry, SendError};
+use super::retry::{self, Retries};
+use super::{Registry, Response, SendError};
 use anyhow::anyhow;
 use std::io::Read;
-use std::time::Duration;
-
-type Response = ureq::http::Response<ureq::Body>;
 
 /// How uploads are sent and tried again.
 #[derive(Clone, Copy, Debug)]
@@ -33,72 +30,12 @@ pub enum Sent {
     Uploaded,
 }
 
-/// Why a request failed, as [`retry`] needs it.
-pub struct Failure {
-    error: anyhow::Error,
-    /// Worth trying again: 429, 5xx, or no answer that may come next time.
-    transient: bool,
-    /// The registry's `Retry-After`, in seconds.
-    retry_after: Option<Duration>,
-}
-
-impl From<SendError> for Failure {
-    fn from(e: SendError) -> Failure {
-        Failure {
-            error: e.error,
-            transient: e.transient,
-            retry_after: None,
-        }
-    }
-}
-
-impl From<anyhow::Error> for Failure {
-    fn from(error: anyhow::Error) -> Failure {
-        Failure {
-            error,
-            transient: false,
-            retry_after: None,
-        }
-    }
-}
-
-impl From<std::io::Error> for Failure {
-    fn from(e: std::io::Error) -> Failure {
-        Failure::from(anyhow::Error::from(e))
-    }
-}
-
-/// An answer that is not the one expected, as a failure naming `what`.
-fn refused(reg: &Registry, what: &str, resp: Response) -> Failure {
+/// An answer that is not the one expected, as a failure naming `what`: tried again when it
+/// is a 429 or 5xx.
+fn refused(reg: &Registry, what: &str, resp: Response) -> SendError {
     let status = resp.status().as_u16();
-    let retry_after = super::retry::retry_after(&resp).map(Duration::from_secs);
-    Failure {
-        error: reg.status_error(what, resp),
-        transient: status == 429 || status >= 500,
-        retry_after,
-    }
-}
-
-/// Runs `f` until it succeeds, fails for good, or has been tried `s.retries.attempts` times,
-/// waiting as [`Retries`] says between attempts.
-pub fn retry<T>(s: &Sending, mut f: impl FnMut() -> Result<T, Failure>) -> anyhow::Result<T> {
-    let r = &s.retries;
-    let mut attempt = 1;
-    loop {
-        match f() {
-            Ok(v) => return Ok(v),
-            Err(e) if e.transient && attempt < r.attempts => {
-                let wait = match e.retry_after {
-                    Some(asked) => asked.min(r.max_retry_after),
-                    None => r.backoff(attempt),
-                };
-                tracing::warn!(error = %format!("{:#}", e.error), wait_ms = wait.as_millis() as u64, attempt, "retrying");
-                std::thread::sleep(wait);
-                attempt += 1;
-            }
-            Err(e) => return Err(e.error),
-        }
-    }
+    let after = retry::retry_after(&resp);
+    SendError::status(reg.status_error(what, resp), status, after)
 }
 
 /// True when the repository holds the blob (a HEAD, which the client tries again itself).
@@ -122,7 +59,10 @@ pub fn upload(
     s: &Sending,
     open: &mut dyn FnMut() -> anyhow::Result<Box<dyn Read + Send>>,
 ) -> anyhow::Result<Sent> {
-    retry(s, || upload_once(reg, digest, size, mount_from, s, open))
+    retry::run(&s.retries, digest, || {
+        upload_once(reg, digest, size, mount_from, s, open)
+    })
+    .map_err(|e| e.error)
 }
 
 fn upload_once(
@@ -132,7 +72,7 @@ fn upload_once(
     mount_from: Option<&str>,
     s: &Sending,
     open: &mut dyn FnMut() -> anyhow::Result<Box<dyn Read + Send>>,
-) -> Result<Sent, Failure> {
+) -> Result<Sent, SendError> {
     let what = format!("blob {digest}");
     let start = match mount_from {
         Some(from) => reg.url(&format!(
@@ -208,9 +148,9 @@ impl<'a> Exact<'a> {
         }
     }
 
-    fn check(&self) -> Result<(), Failure> {
+    fn check(&self) -> Result<(), SendError> {
         if self.short {
-            return Err(Failure::from(anyhow!(
+            return Err(SendError::fatal(anyhow!(
                 "the blob is shorter than its descriptor's size"
             )));
         }
@@ -249,9 +189,10 @@ fn location_of(reg: &Registry, resp: &Response) -> Option<String> {
         .map(|l| reg.absolute(l))
 }
 
-fn location(reg: &Registry, resp: &Response) -> Result<String, Failure> {
-    location_of(reg, resp)
-        .ok_or_else(|| Failure::from(anyhow!("the registry started an upload without a Location")))
+fn location(reg: &Registry, resp: &Response) -> Result<String, SendError> {
+    location_of(reg, resp).ok_or_else(|| {
+        SendError::fatal(anyhow!("the registry started an upload without a Location"))
+    })
 }
 
 /// Puts a manifest's bytes under `reference` (a tag or its digest).
@@ -262,12 +203,13 @@ pub fn put_manifest(
     reference: &str,
     s: &Sending,
 ) -> anyhow::Result<()> {
-    retry(s, || {
-        let url = reg.url(&format!("manifests/{reference}"));
+    let url = reg.url(&format!("manifests/{reference}"));
+    retry::run(&s.retries, &url, || {
         let resp = reg.send("PUT", &url, Some(media_type), bytes)?;
         match resp.status().as_u16() {
             200..=204 => Ok(()),
             _ => Err(refused(reg, &format!("manifest {reference}"), resp)),
         }
     })
+    .map_err(|e| e.error)
 }
