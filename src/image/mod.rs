@@ -18,6 +18,7 @@
 //! | [`unpacked`] | catalog images kept unpacked in the cache |
 //! | [`opm`] | `opm render`'s finishing of bundle images and its migrations |
 //! | [`copy`] | copying an image or index between registries and OCI layouts, digests kept |
+//! | [`destination`] | where a copy writes and what a mirror asks first: a registry repository or an OCI layout |
 //! | [`upload`] | the registry side of a copy: HEAD, mount, streamed and chunked uploads, manifests |
 //! | [`push`] | pushing an image read from an OCI layout to a registry (a copy) |
 //! | [`dockerfile`] | `opm generate dockerfile`'s Dockerfile |
@@ -26,6 +27,7 @@
 pub mod agents;
 pub mod auth;
 pub mod copy;
+pub mod destination;
 pub mod dockerfile;
 pub mod kind;
 pub mod layers;

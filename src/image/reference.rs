@@ -149,14 +149,8 @@ pub fn parse(s: &str) -> Result<Reference, String> {
     })
 }
 
-/// `sha256:` and 64 lowercase hex digits.
-pub fn is_digest(d: &str) -> bool {
-    d.strip_prefix("sha256:").is_some_and(|h| {
-        h.len() == 64
-            && h.bytes()
-                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-    })
-}
+/// `sha256:` and 64 lowercase hex digits ([`crate::oci::manifest::is_digest`]).
+pub use crate::oci::manifest::is_digest;
 
 #[cfg(test)]
 mod tests {

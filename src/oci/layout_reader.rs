@@ -26,14 +26,27 @@ impl Layout {
     }
 
     fn blob_path(&self, digest: &str) -> Result<PathBuf> {
-        if !crate::image::reference::is_digest(digest) {
-            bail!("unsupported or malformed digest {digest:?}");
-        }
-        Ok(self
-            .dir
-            .join("blobs/sha256")
-            .join(&digest["sha256:".len()..]))
+        blob_path(&self.dir, digest)
     }
+}
+
+/// Where the layout at `dir` keeps the blob `digest` (refused unless a sha256 digest).
+pub fn blob_path(dir: &Path, digest: &str) -> Result<PathBuf> {
+    if !super::manifest::is_digest(digest) {
+        bail!("unsupported or malformed digest {digest:?}");
+    }
+    Ok(dir.join("blobs/sha256").join(&digest["sha256:".len()..]))
+}
+
+/// The entry of the layout at `dir` named `name`, if any (none when there is no layout yet).
+pub fn named(dir: &Path, name: &str, limit: u64) -> Result<Option<Entry>> {
+    if !dir.join("index.json").is_file() {
+        return Ok(None);
+    }
+    Ok(Layout::open(dir)?
+        .entries(limit)?
+        .into_iter()
+        .find(|e| e.name == name))
 }
 
 /// One entry of a layout's `index.json`.
