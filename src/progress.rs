@@ -1,7 +1,8 @@
-//! Progress of long library work (pulling layers, reading and validating SOURCEs, writing a
-//! database), reported through a [`Progress`] the caller gives. The library draws nothing:
-//! the command line turns reports into a bar on a terminal, and into nothing with
-//! `--log-format json`, `-q` or a stderr that is not a terminal (`cli::progress`).
+//! Progress of long library work (reading and validating SOURCEs, pulling layers, writing a
+//! database, copying images, mirroring), reported as typed [`Event`]s to the one [`Progress`]
+//! trait the caller gives. The library draws nothing: the command line turns events into a
+//! spinner or a bar on a terminal, into log lines with `--log-format json`, and into nothing
+//! with `-q` or a stderr that is not a terminal (`cli::progress`, the one drawer).
 
 use std::io::Read;
 use std::sync::Arc;
@@ -14,20 +15,59 @@ pub enum Unit {
     Items(&'static str),
 }
 
-/// Receives progress reports; every method does nothing by default.
-pub trait Progress: Send + Sync {
-    /// A step whose size is unknown begins ("reading sources", "validating").
-    fn step(&self, _what: &str) {}
+/// How a blob reached the destination of a copy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sent {
+    /// It was there already.
+    Skipped,
+    /// Mounted from another repository of the same registry.
+    Mounted,
+    /// Its bytes were sent.
+    Uploaded,
+}
+
+/// One progress report.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Event<'a> {
+    /// Steps: one whose size is unknown begins ("reading sources", "validating").
+    Step(&'a str),
     /// A counted task begins: `total` units.
-    fn task(&self, _label: &str, _total: u64, _unit: Unit) {}
+    Task {
+        label: &'a str,
+        total: u64,
+        unit: Unit,
+    },
     /// Units of the task done so far.
-    fn position(&self, _done: u64) {}
+    Position(u64),
     /// The step or task is over.
-    fn done(&self) {}
+    Done,
+    /// Images: a run of this many begins (a mirror).
+    Images(usize),
+    /// One image's copy begins.
+    ImageStarted(&'a str),
+    /// One image's copy is over, well or not.
+    ImageDone { name: &'a str, ok: bool },
+    /// Blobs: a copy's blobs and their bytes, once its manifests are read.
+    Blobs { count: usize, bytes: u64 },
+    /// One blob done: its size and how it got there.
+    Blob {
+        digest: &'a str,
+        size: u64,
+        sent: Sent,
+    },
+    /// A manifest put (an index's children first, the top last).
+    Manifest(&'a str),
+    /// Bytes: of blobs sent or found at the destination, for a count across copies.
+    Bytes(u64),
+}
+
+/// Receives progress events, from any thread; the default reports nothing.
+pub trait Progress: Send + Sync {
+    fn report(&self, _event: Event<'_>) {}
 }
 
 /// Reports nothing.
-struct Silent;
+pub struct Silent;
 impl Progress for Silent {}
 
 /// A shared handle to a [`Progress`], for options structs; the default reports nothing.
@@ -45,19 +85,19 @@ impl Reporter {
     }
 
     pub fn step(&self, what: &str) {
-        self.0.step(what)
+        self.0.report(Event::Step(what))
     }
 
     pub fn task(&self, label: &str, total: u64, unit: Unit) {
-        self.0.task(label, total, unit)
+        self.0.report(Event::Task { label, total, unit })
     }
 
     pub fn position(&self, done: u64) {
-        self.0.position(done)
+        self.0.report(Event::Position(done))
     }
 
     pub fn done(&self) {
-        self.0.done()
+        self.0.report(Event::Done)
     }
 
     /// `r`, reporting the bytes read as the position of a task begun by the caller.

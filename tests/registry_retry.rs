@@ -7,7 +7,7 @@
 
 use crate::registry_support::faults::{Action, Faults, Seen};
 use crate::registry_support::{sha, Entry, Image, Registry};
-use opreg::image::fetch::BlobSource;
+use opreg::oci::source::BlobSource;
 use opreg::registry::retry::Retries;
 use opreg::registry::upload::{self, Sending, Sent};
 use opreg::registry::{Connection, Registry as Client};

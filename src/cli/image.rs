@@ -252,7 +252,7 @@ fn run_push(a: PushArgs) -> super::Ended {
         },
         None => None,
     };
-    let bar = super::progress::Bar::new(a.quiet, "pushing");
+    let bar = super::progress::Drawer::copy(a.quiet, "pushing");
     let done = build::push_layout(
         &a.source,
         &a.target,
@@ -377,7 +377,7 @@ fn run_build(a: BuildArgs) -> super::Ended {
         digest_file: a.digest_file.clone(),
     };
     let quiet = a.quiet;
-    let bar = super::progress::Bar::new(quiet || !a.push, "pushing");
+    let bar = super::progress::Drawer::copy(quiet || !a.push, "pushing");
     let done = build::run::run(&run, &bar, &mut |e| report_build(e, quiet));
     drop(bar);
     match done {

@@ -2,14 +2,12 @@
 //! summary; the work is [`crate::mirror`]'s.
 
 use super::output;
+use super::progress::{human, Drawer};
 use crate::error::Error;
 use crate::mirror::run::{self, Destination, MirrorOptions, Report};
-use crate::mirror::transfer::Progress;
 use crate::registry::Connection;
-use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -138,7 +136,7 @@ pub fn run(a: Args) -> super::Ended {
         Ok(o) => o,
         Err(e) => return e.into(),
     };
-    let bar = Bar::new(a.quiet);
+    let bar = Drawer::mirror(a.quiet);
     let result = run::mirror(&opts, &bar);
     drop(bar);
     match result {
@@ -268,91 +266,5 @@ fn summary(r: &Report, opts: &MirrorOptions, quiet: bool) -> super::Ended {
         super::Ended::Done
     } else {
         super::Ended::Reported
-    }
-}
-
-fn human(bytes: u64) -> String {
-    match bytes {
-        b if b >= 1 << 30 => format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64),
-        b if b >= 1 << 20 => format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64),
-        b if b >= 1 << 10 => format!("{:.1} KiB", b as f64 / 1024.0),
-        b => format!("{b} B"),
-    }
-}
-
-/// Images done of total, bytes, rate and the current image, on a terminal; log lines with
-/// `--log-format json`; nothing with `-q`.
-enum Bar {
-    Drawn {
-        pb: indicatif::ProgressBar,
-        bytes: AtomicU64,
-        start: Instant,
-    },
-    Lines,
-    Nothing,
-}
-
-impl Bar {
-    fn new(quiet: bool) -> Bar {
-        if quiet {
-            return Bar::Nothing;
-        }
-        if output::json() {
-            return Bar::Lines;
-        }
-        if !std::io::stderr().is_terminal() {
-            return Bar::Nothing;
-        }
-        let pb = indicatif::ProgressBar::new(0);
-        pb.set_style(
-            indicatif::ProgressStyle::with_template("mirroring {bar:25} {pos}/{len} images {msg}")
-                .expect("static template"),
-        );
-        pb.enable_steady_tick(Duration::from_millis(200));
-        Bar::Drawn {
-            pb,
-            bytes: AtomicU64::new(0),
-            start: Instant::now(),
-        }
-    }
-}
-
-impl Progress for Bar {
-    fn planned(&self, images: usize) {
-        match self {
-            Bar::Drawn { pb, .. } => pb.set_length(images as u64),
-            Bar::Lines => tracing::info!(images, "mirroring"),
-            Bar::Nothing => {}
-        }
-    }
-
-    fn image_started(&self, name: &str) {
-        if let Bar::Drawn { pb, bytes, start } = self {
-            let b = bytes.load(Ordering::Relaxed);
-            let rate = b as f64 / start.elapsed().as_secs_f64().max(0.001);
-            pb.set_message(format!("{} ({}/s) {name}", human(b), human(rate as u64)));
-        }
-    }
-
-    fn bytes(&self, n: u64) {
-        if let Bar::Drawn { bytes, .. } = self {
-            bytes.fetch_add(n, Ordering::Relaxed);
-        }
-    }
-
-    fn image_done(&self, name: &str, ok: bool) {
-        match self {
-            Bar::Drawn { pb, .. } => pb.inc(1),
-            Bar::Lines => tracing::info!(image = name, ok, "image done"),
-            Bar::Nothing => {}
-        }
-    }
-}
-
-impl Drop for Bar {
-    fn drop(&mut self) {
-        if let Bar::Drawn { pb, .. } = self {
-            pb.finish_and_clear();
-        }
     }
 }

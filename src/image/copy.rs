@@ -7,18 +7,18 @@
 //! of the same registry is mounted, others are uploaded (in chunks when large). Manifests go
 //! last, an index's children before the index, so a tag never points at something missing.
 //! Copies running at the same time that share an [`InFlight`] send a blob they share once.
-//! Progress goes to a [`Progress`]; the library draws nothing itself.
+//! Every end is written through a [`Destination`]; progress goes out as [`Event`]s.
 
+use super::destination::Destination;
 use super::reference::{ImageSource, Reference};
-use crate::oci::layout_writer::{LayoutWriter, Top};
-use crate::oci::manifest::{self, Manifest};
+use crate::oci::layout_reader::Layout;
 use crate::oci::source::BlobSource;
-pub use crate::registry::upload::Sent;
-use crate::registry::upload::{self, Sending};
-use crate::registry::{Connection, Layout, Registry};
-use anyhow::{anyhow, bail, Result};
+pub use crate::progress::Sent;
+use crate::progress::{Event, Progress};
+use crate::registry::upload::Sending;
+use crate::registry::{Connection, Registry};
+use anyhow::{anyhow, Result};
 use std::collections::HashMap;
-use std::io::Read;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -175,21 +175,6 @@ impl InFlight {
     }
 }
 
-/// What a copy reports as it goes. Every method has a default that does nothing; it is called
-/// from the copy's threads.
-pub trait Progress: Sync {
-    /// The blobs to copy and their bytes, once the manifests are read.
-    fn start(&self, _blobs: usize, _bytes: u64) {}
-    /// A blob done: its size and how it got there.
-    fn blob(&self, _digest: &str, _size: u64, _sent: Sent) {}
-    /// A manifest put (children first, the top last).
-    fn manifest(&self, _digest: &str) {}
-}
-
-/// Reports nothing.
-pub struct NoProgress;
-impl Progress for NoProgress {}
-
 /// What a copy did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Copied {
@@ -204,21 +189,6 @@ pub struct Copied {
     pub skipped: usize,
     /// Manifests put, an index's children included.
     pub manifests: usize,
-}
-
-/// One manifest, as read.
-struct Doc {
-    top: Top,
-    bytes: Vec<u8>,
-}
-
-/// Everything an image references, read from the source.
-struct Plan {
-    top: Doc,
-    /// An index's manifests (empty for a single image).
-    children: Vec<Doc>,
-    /// Configs and layers, each once.
-    blobs: Vec<(String, u64)>,
 }
 
 /// Copies the image or index `from` names to `to`. An untagged registry destination is tagged
@@ -279,53 +249,26 @@ fn copy_inner(
     progress: &dyn Progress,
 ) -> Result<Copied> {
     let mut src = open_source(from, opts.source_side())?;
-    let plan = read_plan(&mut *src, reference, opts.max_manifest_size)?;
-    progress.start(plan.blobs.len(), plan.blobs.iter().map(|b| b.1).sum());
+    let image = crate::oci::image::read(&mut *src, reference, opts.max_manifest_size)?;
+    progress.report(Event::Blobs {
+        count: image.blobs.len(),
+        bytes: image.blobs.iter().map(|b| b.1).sum(),
+    });
     let mut out = Copied {
-        digest: plan.top.top.digest.clone(),
+        digest: image.digest().to_string(),
         ..Default::default()
     };
-    copy_blobs(&plan.blobs, from, to, opts, progress, &mut out)?;
+    copy_blobs(&image.blobs, from, to, opts, progress, &mut out)?;
     let sending = sending(opts);
-    match to {
-        ImageSource::Registry(r) => {
-            let mut reg = Registry::new(r, &opts.connection)?.for_push();
-            for d in &plan.children {
-                upload::put_manifest(
-                    &mut reg,
-                    &d.top.media_type,
-                    &d.bytes,
-                    &d.top.digest,
-                    &sending,
-                )?;
-                progress.manifest(&d.top.digest);
-            }
-            // Untagged: put by digest when the destination names one, else as `latest`.
-            let tag = r
-                .tag
-                .clone()
-                .or_else(|| r.digest.clone())
-                .unwrap_or_else(|| "latest".into());
-            upload::put_manifest(
-                &mut reg,
-                &plan.top.top.media_type,
-                &plan.top.bytes,
-                &tag,
-                &sending,
-            )?;
-        }
-        ImageSource::Layout { dir, tag } => {
-            let w = LayoutWriter::create(dir)?;
-            for d in &plan.children {
-                w.put(&d.bytes)?;
-                progress.manifest(&d.top.digest);
-            }
-            w.put(&plan.top.bytes)?;
-            w.tag(&plan.top.top, tag.as_deref())?;
-        }
+    let mut dest = Destination::open(to, &opts.connection, true)?;
+    for d in &image.children {
+        dest.put_manifest(d, &sending)?;
+        progress.report(Event::Manifest(&d.desc.digest));
     }
-    progress.manifest(&plan.top.top.digest);
-    out.manifests = plan.children.len() + 1;
+    // Untagged: put by digest when the destination names one, else as `latest`.
+    dest.put_top(&image.top, &sending)?;
+    progress.report(Event::Manifest(image.digest()));
+    out.manifests = image.children.len() + 1;
     Ok(out)
 }
 
@@ -344,67 +287,6 @@ fn open_source(from: &ImageSource, conn: &Connection) -> Result<Box<dyn BlobSour
         ImageSource::Registry(r) => Box::new(Registry::new(r, conn)?),
         ImageSource::Layout { dir, .. } => Box::new(Layout::open(dir)?),
     })
-}
-
-/// Reads the top manifest and, for an index, each of its manifests, checking their digests.
-fn read_plan(src: &mut dyn BlobSource, reference: &str, limit: u64) -> Result<Plan> {
-    let f = src.manifest(reference, limit)?;
-    let digest = crate::digest::sha256(&f.bytes);
-    if crate::digest::is_valid(reference) && !crate::digest::matches(reference, &f.bytes) {
-        bail!("manifest {reference} does not match its digest");
-    }
-    let (top_manifest, top) = doc(f.bytes, digest, f.content_type.as_deref())?;
-    let mut children = Vec::new();
-    let mut images = Vec::new();
-    match top_manifest {
-        Manifest::Index { manifests } => {
-            for d in manifests {
-                let bytes = src.manifest(&d.digest, limit)?.bytes;
-                if !crate::digest::matches(&d.digest, &bytes) {
-                    bail!("manifest {} does not match its digest", d.digest);
-                }
-                let (m, child) = doc(bytes, d.digest.clone(), Some(&d.media_type))?;
-                images.push(m);
-                children.push(child);
-            }
-        }
-        m => images.push(m),
-    }
-    let blobs = manifest::blobs_of(images)
-        .ok_or_else(|| anyhow!("image indexes nested in an index are not supported"))?;
-    Ok(Plan {
-        top,
-        children,
-        blobs,
-    })
-}
-
-/// A manifest's bytes parsed, with its media type: the document's own, else the one it was
-/// served or referred to with, else the OCI type its shape says.
-fn doc(bytes: Vec<u8>, digest: String, content_type: Option<&str>) -> Result<(Manifest, Doc)> {
-    let m = manifest::parse_manifest(&bytes, content_type)
-        .map_err(|e| anyhow!("manifest {digest}: {e}"))?;
-    let declared = serde_json::from_slice::<serde_json::Value>(&bytes)
-        .ok()
-        .and_then(|v| {
-            v.get("mediaType")
-                .and_then(|t| t.as_str())
-                .map(str::to_string)
-        })
-        .filter(|t| !t.is_empty());
-    let served = content_type
-        .map(|c| c.split(';').next().unwrap_or("").trim().to_string())
-        .filter(|c| manifest::is_manifest_type(c));
-    let media_type = declared.or(served).unwrap_or_else(|| match m {
-        Manifest::Index { .. } => manifest::OCI_INDEX.to_string(),
-        Manifest::Image { .. } => manifest::OCI_MANIFEST.to_string(),
-    });
-    let top = Top {
-        media_type,
-        size: bytes.len() as u64,
-        digest,
-    };
-    Ok((m, Doc { top, bytes }))
 }
 
 /// Copies `blobs`, `opts.jobs` at a time; the first failure stops the rest.
@@ -432,7 +314,11 @@ fn copy_blobs(
                         }
                         let (digest, size) = &blobs[i];
                         let sent = worker.blob(digest, *size)?;
-                        progress.blob(digest, *size, sent);
+                        progress.report(Event::Blob {
+                            digest,
+                            size: *size,
+                            sent,
+                        });
                         let mut t = totals.lock().unwrap_or_else(|e| e.into_inner());
                         match sent {
                             Sent::Skipped => t.0.skipped += 1,
@@ -466,42 +352,19 @@ fn copy_blobs(
 /// One thread's clients: its own source and destination connections.
 struct Worker<'a> {
     src: Box<dyn BlobSource + Send>,
-    dest: Dest,
+    dest: Destination,
     opts: &'a CopyOptions,
     /// Where blobs may be mounted from.
     mount_from: Option<String>,
 }
 
-enum Dest {
-    Registry {
-        reg: Box<Registry>,
-        registry: String,
-        repository: String,
-    },
-    Layout {
-        w: LayoutWriter,
-        key: String,
-    },
-}
-
 impl<'a> Worker<'a> {
     fn new(from: &ImageSource, to: &ImageSource, opts: &'a CopyOptions) -> Result<Worker<'a>> {
         let src = open_source(from, opts.source_side())?;
-        let (dest, mount_from) = match to {
-            ImageSource::Registry(r) => {
-                let reg = Box::new(Registry::new(r, &opts.connection)?.for_push());
-                let dest = Dest::Registry {
-                    reg,
-                    registry: r.registry.clone(),
-                    repository: r.repository.clone(),
-                };
-                (dest, mount_source(from, r, opts))
-            }
-            ImageSource::Layout { dir, .. } => {
-                let w = LayoutWriter::create(dir)?;
-                let key = format!("oci:{}", dir.display());
-                (Dest::Layout { w, key }, None)
-            }
+        let dest = Destination::open(to, &opts.connection, true)?;
+        let mount_from = match to {
+            ImageSource::Registry(r) => mount_source(from, r, opts),
+            ImageSource::Layout { .. } => None,
         };
         Ok(Worker {
             src,
@@ -513,48 +376,45 @@ impl<'a> Worker<'a> {
 
     fn blob(&mut self, digest: &str, size: u64) -> Result<Sent> {
         let (src, opts, mount_from) = (&mut self.src, self.opts, self.mount_from.as_deref());
-        match &mut self.dest {
-            Dest::Registry {
-                reg,
-                registry,
-                repository,
-            } => {
-                let in_flight = &opts.in_flight;
-                let mut send = |mount_from: Option<&str>| -> Result<Sent> {
-                    if upload::exists(reg, digest)? {
-                        return Ok(Sent::Skipped);
-                    }
-                    let mut open = || -> Result<Box<dyn Read + Send>> { src.blob(digest) };
-                    upload::upload(reg, digest, size, mount_from, &sending(opts), &mut open)
-                };
-                // One send per registry and blob: the first copy that needs it sends it to its
-                // repository, and the others (at the same time or later) mount it from there.
-                let mut first = false;
-                let sent = in_flight.once(format!("{registry}@{digest}"), || {
-                    first = true;
-                    // A repository an earlier run sent it to ([`InFlight::seed`]) is mounted from.
-                    let earlier = in_flight
-                        .placed(registry, digest)
-                        .filter(|p| p != repository);
-                    let sent = send(mount_from.or(earlier.as_deref()))?;
-                    in_flight.place(registry, repository, digest);
-                    Ok(sent)
-                })?;
-                if first {
-                    return Ok(sent);
-                }
-                match in_flight.placed(registry, digest) {
-                    Some(p) if p == *repository => Ok(Sent::Skipped),
-                    placed => send(placed.as_deref().or(mount_from)),
-                }
-            }
-            Dest::Layout { w, key } => opts.in_flight.once(format!("{key}@{digest}"), || {
-                if w.has(digest) {
-                    return Ok(Sent::Skipped);
-                }
-                w.copy_from(&mut **src, digest, size)?;
-                Ok(Sent::Uploaded)
-            }),
+        let sending = sending(opts);
+        let in_flight = &opts.in_flight;
+        let Some((registry, repository)) = self
+            .dest
+            .repository()
+            .map(|(r, p)| (r.to_string(), p.to_string()))
+        else {
+            let key = match self.dest.target() {
+                ImageSource::Layout { dir, .. } => format!("oci:{}@{digest}", dir.display()),
+                ImageSource::Registry(r) => format!("{}@{digest}", r.given),
+            };
+            let dest = &mut self.dest;
+            return in_flight.once(key, || {
+                dest.put_blob(&mut **src, digest, size, None, &sending)
+            });
+        };
+        let dest = &mut self.dest;
+        let mut send = |mount_from: Option<&str>| -> Result<Sent> {
+            dest.put_blob(&mut **src, digest, size, mount_from, &sending)
+        };
+        // One send per registry and blob: the first copy that needs it sends it to its
+        // repository, and the others (at the same time or later) mount it from there.
+        let mut first = false;
+        let sent = in_flight.once(format!("{registry}@{digest}"), || {
+            first = true;
+            // A repository an earlier run sent it to ([`InFlight::seed`]) is mounted from.
+            let earlier = in_flight
+                .placed(&registry, digest)
+                .filter(|p| *p != repository);
+            let sent = send(mount_from.or(earlier.as_deref()))?;
+            in_flight.place(&registry, &repository, digest);
+            Ok(sent)
+        })?;
+        if first {
+            return Ok(sent);
+        }
+        match in_flight.placed(&registry, digest) {
+            Some(p) if p == repository => Ok(Sent::Skipped),
+            placed => send(placed.as_deref().or(mount_from)),
         }
     }
 }

@@ -16,11 +16,13 @@
 //! | [`unpacked`] | catalog images kept unpacked in the cache |
 //! | [`opm`] | `opm render`'s finishing of bundle images and its migrations |
 //! | [`copy`] | copying an image or index between registries and OCI layouts, digests kept |
+//! | [`destination`] | where a copy writes and what a mirror asks first: a registry repository or an OCI layout |
 //! | [`push`] | pushing an image read from an OCI layout to a registry (a copy) |
 //! | [`dockerfile`] | `opm generate dockerfile`'s Dockerfile |
 //! | [`signature`] | cosign's signatures in registries: read, checked against a policy, written |
 
 pub mod copy;
+pub mod destination;
 pub mod dockerfile;
 pub mod kind;
 pub mod layers;

@@ -8,11 +8,12 @@
 //! points at content the registry lacks: a push that fails half-way leaves unreferenced blobs
 //! at most.
 
-use super::copy::{CopyOptions, Progress};
+use super::copy::CopyOptions;
 use super::reference::{ImageSource, Reference};
-use crate::oci::layout_writer::Image;
+use crate::progress::Progress;
 use crate::registry::Connection;
 use anyhow::anyhow;
+use std::path::Path;
 
 pub use super::copy::Copied as Pushed;
 
@@ -41,10 +42,12 @@ impl PushOptions {
     }
 }
 
-/// Pushes `img` to `to` (its tag, `latest` when it has none), reporting to `progress`. The
-/// error is one line naming the reference.
+/// Pushes the image `digest` of the layout at `dir` (read whole already, with
+/// [`crate::oci::image::read`]) to `to` (its tag, `latest` when it has none), reporting to
+/// `progress`. The error is one line naming the reference.
 pub fn push(
-    img: &Image,
+    dir: &Path,
+    digest: &str,
     to: &Reference,
     opts: &PushOptions,
     progress: &dyn Progress,
@@ -55,12 +58,12 @@ pub fn push(
     copy.jobs = opts.jobs;
     // The image was read whole already: its top manifest is named by digest.
     let from = ImageSource::Layout {
-        dir: img.dir.clone(),
+        dir: dir.to_path_buf(),
         tag: None,
     };
     super::copy::copy_digest(
         &from,
-        &img.top.digest,
+        digest,
         &ImageSource::Registry(to.clone()),
         &copy,
         progress,

@@ -23,6 +23,7 @@ pub mod run;
 
 use crate::diag::Diagnostic;
 use crate::error::Error;
+use crate::image::copy::CopyOptions;
 use crate::image::push::{PushOptions, Pushed};
 use crate::image::reference::{self, ImageSource, Reference};
 use crate::oci::layout_writer::{LayoutWriter, Top};
@@ -84,8 +85,10 @@ pub struct BuildOptions {
 /// A built image, in a private OCI layout (removed on drop).
 pub struct Staged {
     _dir: tempfile::TempDir,
+    /// The private layout that holds the image.
+    pub layout: PathBuf,
     /// The image, as its layout holds it.
-    pub image: crate::oci::layout_writer::Image,
+    pub image: crate::oci::image::Image,
     pub platforms: Vec<String>,
     /// True when the opreg database went in.
     pub with_cache: bool,
@@ -93,6 +96,16 @@ pub struct Staged {
     pub note: Option<String>,
     /// What was found reading the catalog.
     pub warnings: Vec<Diagnostic>,
+}
+
+impl Staged {
+    /// The staged image's layout, as a copy reads it.
+    pub fn source(&self) -> ImageSource {
+        ImageSource::Layout {
+            dir: self.layout.clone(),
+            tag: None,
+        }
+    }
 }
 
 /// Validates the catalog, then builds the image into a private layout: the stages below, in
@@ -172,10 +185,15 @@ pub fn build_catalog(
     let top = assemble(&mut base, [&configs_layer, &cache_layer], &settings, &out)?;
     out.tag(&top, None)?;
     let _ = std::fs::remove_dir_all(&work);
-    let image =
-        crate::oci::layout_writer::read_image(out.dir(), None, opts.image.max_manifest_size)?;
+    let layout = out.dir().to_path_buf();
+    let image = crate::oci::image::read(
+        &mut crate::oci::layout_reader::Layout::open(&layout)?,
+        "",
+        opts.image.max_manifest_size,
+    )?;
     Ok(Staged {
         _dir: staging,
+        layout,
         image,
         platforms: base.images.iter().map(|i| i.platform.to_string()).collect(),
         with_cache,
@@ -406,8 +424,18 @@ pub fn write_layouts(staged: &Staged, targets: &[Target]) -> Result<Vec<String>,
         let Target::Layout { dir, tag } = t else {
             continue;
         };
-        crate::oci::layout_writer::copy_image(&staged.image, dir, tag.as_deref())
-            .map_err(|e| Error::failed(format!("oci:{}: {e:#}", dir.display())))?;
+        let to = ImageSource::Layout {
+            dir: dir.clone(),
+            tag: tag.clone(),
+        };
+        crate::image::copy::copy_digest(
+            &staged.source(),
+            staged.image.digest(),
+            &to,
+            &CopyOptions::new(Default::default()),
+            &crate::progress::Silent,
+        )
+        .map_err(|e| Error::failed(format!("oci:{}: {e:#}", dir.display())))?;
         written.push(match tag {
             Some(t) => format!("oci:{}:{t}", dir.display()),
             None => format!("oci:{}", dir.display()),
@@ -425,7 +453,7 @@ pub fn push_registries(
     opts: &BuildOptions,
     dest: &crate::registry::Connection,
     chunk_size: u64,
-    progress: &dyn crate::image::copy::Progress,
+    progress: &dyn crate::progress::Progress,
 ) -> Result<Vec<(Reference, Pushed)>, Error> {
     let base = opts
         .base
@@ -444,7 +472,8 @@ pub fn push_registries(
             .filter(|b| b.registry == r.registry)
             .map(|b| b.repository.clone());
         let done =
-            crate::image::push::push(&staged.image, r, &push, progress).map_err(Error::failed)?;
+            crate::image::push::push(&staged.layout, staged.image.digest(), r, &push, progress)
+                .map_err(Error::failed)?;
         pushed.push((r.clone(), done));
     }
     Ok(pushed)
@@ -457,7 +486,7 @@ pub fn push_layout(
     target: &str,
     args: &crate::image::ImageOptions,
     chunk_size: u64,
-    progress: &dyn crate::image::copy::Progress,
+    progress: &dyn crate::progress::Progress,
 ) -> Result<(Reference, Pushed), Error> {
     let (dir, tag) = match Target::parse(source)? {
         Target::Layout { dir, tag } => (dir, tag),
@@ -475,10 +504,14 @@ pub fn push_layout(
             )))
         }
     };
-    let img = crate::oci::layout_writer::read_image(&dir, tag.as_deref(), args.max_manifest_size)
+    let img = crate::oci::layout_reader::Layout::open(&dir)
+        .and_then(|mut l| {
+            crate::oci::image::read(&mut l, tag.as_deref().unwrap_or(""), args.max_manifest_size)
+        })
         .map_err(|e| Error::failed(format!("{source}: {e:#}")))?;
     let mut push = PushOptions::new(args.connection());
     push.chunk_size = chunk_size;
-    let pushed = crate::image::push::push(&img, &to, &push, progress).map_err(Error::failed)?;
+    let pushed = crate::image::push::push(&dir, img.digest(), &to, &push, progress)
+        .map_err(Error::failed)?;
     Ok((to, pushed))
 }

@@ -59,7 +59,7 @@ pub enum Event<'a> {
 /// Builds, writes, pushes and signs; returns the image's digest.
 pub fn run(
     o: &RunOptions<'_>,
-    progress: &dyn crate::image::copy::Progress,
+    progress: &dyn crate::progress::Progress,
     report: &mut dyn FnMut(Event<'_>),
 ) -> Result<String, Error> {
     let staged = super::build(&o.build)?;
@@ -68,7 +68,7 @@ pub fn run(
         note: staged.note.as_deref(),
     });
     let written = super::write_layouts(&staged, &o.targets)?;
-    let digest = staged.image.top.digest.clone();
+    let digest = staged.image.digest().to_string();
     for w in &written {
         report(Event::Wrote {
             target: w,

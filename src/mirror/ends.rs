@@ -1,5 +1,6 @@
-//! The two ends of an image's copy: registries (mirror to mirror), or an OCI layout on disk
-//! (mirror to disk writes one, disk to mirror reads one).
+//! The two ends of a mirror's copies: registries (mirror to mirror), or an OCI layout on disk
+//! (mirror to disk writes one, disk to mirror reads one). Images are written through
+//! [`Destination`], the copy's own; this module names them there.
 //!
 //! In a layout each image is named (`org.opencontainers.image.ref.name`) by its source
 //! reference as the catalog or configuration wrote it; what travels with it, by its source
@@ -7,13 +8,13 @@
 //! `REGISTRY/REPOSITORY@sha256:<hex>` for a referrer.
 
 use super::plan::digest_tag;
+use crate::image::destination::Destination;
 use crate::image::reference::{self, ImageSource, Reference};
-use crate::image::tags;
-use crate::oci::layout_reader::{Entry, Layout};
+use crate::oci::layout_reader::Layout;
 use crate::oci::source::{BlobSource, Fetched};
 use crate::registry::{Connection, Registry};
 use anyhow::{anyhow, Result};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// One side of a mirror.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -69,174 +70,86 @@ impl Reader {
     }
 }
 
-/// Where an image is written: a registry repository at a tag, or a name in a layout.
-pub enum Writer {
-    Registry {
-        reg: Box<Registry>,
-        to: Reference,
-    },
-    Layout {
-        dir: PathBuf,
-        /// The image's source, whose repository names what travels with it.
-        from: Reference,
-        name: String,
-    },
+/// The destination of the image `source` that goes to `destination` with `digest`: at a
+/// registry always by tag ([`digest_tag`] for a digest-only name); in a layout under
+/// `destination` as its name. Its registry client only asks (a copy opens its own).
+pub fn destination(
+    end: &End,
+    destination: &str,
+    digest: &str,
+    conn: &Connection,
+) -> Result<Destination> {
+    let to = match end {
+        End::Registry => {
+            let mut to =
+                reference::parse(destination).map_err(|e| anyhow!("{destination}: {e}"))?;
+            if to.tag.is_none() {
+                to.tag = Some(digest_tag(digest));
+            }
+            to.digest = None;
+            ImageSource::Registry(to)
+        }
+        End::Layout(dir) => ImageSource::Layout {
+            dir: dir.clone(),
+            tag: Some(destination.to_string()),
+        },
+    };
+    Destination::open(&to, conn, false)
 }
 
-impl Writer {
-    /// The writer of the image `source` (parsed as `from`) that goes to `destination` with
-    /// `digest`: at a registry always by tag ([`digest_tag`] for a digest-only name); in a
-    /// layout under `destination` as its name.
-    pub fn open(
-        end: &End,
-        from: &Reference,
-        destination: &str,
-        digest: &str,
-        conn: &Connection,
-    ) -> Result<Writer> {
-        Ok(match end {
-            End::Registry => {
-                let mut to =
-                    reference::parse(destination).map_err(|e| anyhow!("{destination}: {e}"))?;
-                if to.tag.is_none() {
-                    to.tag = Some(digest_tag(digest));
-                }
-                to.digest = None;
-                let reg = Box::new(Registry::new(&to, conn)?);
-                Writer::Registry { reg, to }
-            }
-            End::Layout(dir) => Writer::Layout {
-                dir: dir.clone(),
-                from: from.clone(),
-                name: destination.to_string(),
-            },
-        })
-    }
-
-    /// The image's place at a registry, `REGISTRY/REPOSITORY:TAG` (none in a layout): what
-    /// [`super::completed`] records.
-    pub fn key(&self) -> Option<String> {
-        match self {
-            Writer::Registry { to, .. } => Some(format!(
-                "{}/{}:{}",
-                to.registry,
-                to.repository,
-                to.tag.as_deref().unwrap_or_default()
-            )),
-            Writer::Layout { .. } => None,
-        }
-    }
-
-    /// The image source a copy writes the image to.
-    pub fn image(&self) -> ImageSource {
-        match self {
-            Writer::Registry { to, .. } => ImageSource::Registry(to.clone()),
-            Writer::Layout { dir, name, .. } => ImageSource::Layout {
-                dir: dir.clone(),
-                tag: Some(name.clone()),
-            },
-        }
-    }
-
-    /// True when the image is there with `digest`.
-    pub fn holds(&mut self, digest: &str, limit: u64) -> Result<bool> {
-        match self {
-            Writer::Registry { reg, to } => {
-                let tag = to.tag.clone().unwrap_or_default();
-                Ok(tags::head_manifest(reg, &tag)?.as_deref() == Some(digest))
-            }
-            Writer::Layout { dir, name, .. } => {
-                Ok(named(dir, name, limit)?.is_some_and(|e| e.digest == digest))
-            }
-        }
-    }
-
-    /// True when the destination has the blob (a layout is asked without being created: a
-    /// dry run writes nothing there).
-    pub fn has_blob(&mut self, digest: &str) -> Result<bool> {
-        match self {
-            Writer::Registry { reg, .. } => crate::registry::upload::exists(reg, digest),
-            Writer::Layout { dir, .. } => {
-                Ok(crate::digest::blob_path(digest).is_some_and(|p| dir.join(p).is_file()))
-            }
-        }
-    }
-
-    /// The image's top manifest when it is there with `digest` (one request at a registry).
-    pub fn held(&mut self, digest: &str, limit: u64) -> Result<Option<Fetched>> {
-        let found = match self {
-            Writer::Registry { reg, to } => {
-                let tag = to.tag.clone().unwrap_or_default();
-                reg.manifest_if_any(&tag, limit)?
-            }
-            Writer::Layout { dir, name, .. } => match named(dir, name, limit)? {
-                Some(e) if e.digest == digest => Some(Layout::open(dir)?.manifest(digest, limit)?),
-                _ => None,
-            },
-        };
-        Ok(found.filter(|f| crate::digest::matches(digest, &f.bytes)))
-    }
-
-    /// The image source a signature tag goes to, and whether it is there with `digest`.
-    pub fn tag_beside(
-        &mut self,
-        tag: &str,
-        digest: &str,
-        limit: u64,
-    ) -> Result<(ImageSource, bool)> {
-        match self {
-            Writer::Registry { reg, to } => {
-                let there = tags::head_manifest(reg, tag)?.as_deref() == Some(digest);
-                let mut d = to.clone();
-                d.tag = Some(tag.to_string());
-                Ok((ImageSource::Registry(d), there))
-            }
-            Writer::Layout { dir, from, .. } => {
-                let name = format!("{}/{}:{tag}", from.registry, from.repository);
-                let there = named(dir, &name, limit)?.is_some_and(|e| e.digest == digest);
-                Ok((layout_at(dir, name), there))
-            }
-        }
-    }
-
-    /// The image source a referrer goes to (by digest), and whether it is there.
-    pub fn referrer_beside(&mut self, digest: &str, limit: u64) -> Result<(ImageSource, bool)> {
-        match self {
-            Writer::Registry { reg, to } => {
-                let there = tags::head_manifest(reg, digest)?.is_some();
-                let mut d = to.clone();
-                d.tag = None;
-                d.digest = Some(digest.to_string());
-                Ok((ImageSource::Registry(d), there))
-            }
-            Writer::Layout { dir, from, .. } => {
-                let name = referrer_name(from, digest);
-                let there = named(dir, &name, limit)?.is_some();
-                Ok((layout_at(dir, name), there))
-            }
-        }
+/// The image's place at a registry, `REGISTRY/REPOSITORY:TAG` (none in a layout): what
+/// [`super::completed`] records.
+pub fn key(dest: &Destination) -> Option<String> {
+    match dest {
+        Destination::Registry { to, .. } => Some(format!(
+            "{}/{}:{}",
+            to.registry,
+            to.repository,
+            to.tag.as_deref().unwrap_or_default()
+        )),
+        Destination::Layout { .. } => None,
     }
 }
 
-fn layout_at(dir: &Path, name: String) -> ImageSource {
-    ImageSource::Layout {
-        dir: dir.to_path_buf(),
-        tag: Some(name),
-    }
+/// True when the image is there with `digest`.
+pub fn holds(dest: &mut Destination, digest: &str, limit: u64) -> Result<bool> {
+    let name = dest.name().unwrap_or_default();
+    Ok(dest.digest_at(&name, limit)?.as_deref() == Some(digest))
+}
+
+/// The image source a signature tag of the image `from` goes to, and whether it is there
+/// with `digest`: beside the image at a registry; in a layout named by the source repository.
+pub fn tag_beside(
+    dest: &mut Destination,
+    from: &Reference,
+    tag: &str,
+    digest: &str,
+    limit: u64,
+) -> Result<(ImageSource, bool)> {
+    let name = match dest {
+        Destination::Registry { .. } => tag.to_string(),
+        Destination::Layout { .. } => format!("{}/{}:{tag}", from.registry, from.repository),
+    };
+    let there = dest.digest_at(&name, limit)?.as_deref() == Some(digest);
+    Ok((dest.at(&name), there))
+}
+
+/// The image source a referrer of the image `from` goes to (by digest), and whether it is there.
+pub fn referrer_beside(
+    dest: &mut Destination,
+    from: &Reference,
+    digest: &str,
+    limit: u64,
+) -> Result<(ImageSource, bool)> {
+    let name = match dest {
+        Destination::Registry { .. } => digest.to_string(),
+        Destination::Layout { .. } => referrer_name(from, digest),
+    };
+    let there = dest.digest_at(&name, limit)?.is_some();
+    Ok((dest.at(&name), there))
 }
 
 /// A referrer's name in a layout: `REGISTRY/REPOSITORY@DIGEST` of the image it is about.
 pub fn referrer_name(from: &Reference, digest: &str) -> String {
     format!("{}/{}@{digest}", from.registry, from.repository)
-}
-
-/// The entry of the layout at `dir` named `name`, if any (none when there is no layout yet).
-pub fn named(dir: &Path, name: &str, limit: u64) -> Result<Option<Entry>> {
-    if !dir.join("index.json").is_file() {
-        return Ok(None);
-    }
-    Ok(Layout::open(dir)?
-        .entries(limit)?
-        .into_iter()
-        .find(|e| e.name == name))
 }

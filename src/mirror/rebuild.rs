@@ -8,11 +8,11 @@
 
 use super::plan::PlannedCatalog;
 use crate::error::Error;
-use crate::image::copy::Progress;
 use crate::image::push::PushOptions;
 use crate::image::reference;
 use crate::imagebuild::{self, BuildOptions, Target};
 use crate::oci::manifest::Platform;
+use crate::progress::Progress;
 use crate::registry::Connection;
 
 /// How to rebuild.
@@ -86,7 +86,8 @@ pub fn rebuild(
     let mut push = PushOptions::new(opts.destination.clone());
     push.chunk_size = opts.chunk_size;
     let pushed =
-        crate::image::push::push(&staged.image, &to, &push, progress).map_err(Error::failed)?;
+        crate::image::push::push(&staged.layout, staged.image.digest(), &to, &push, progress)
+            .map_err(Error::failed)?;
     Ok(Rebuilt {
         destination: c.destination.clone(),
         digest: pushed.digest,
@@ -112,7 +113,7 @@ pub fn rebuild_to_layout(
     )?;
     Ok(Rebuilt {
         destination: format!("oci:{}:{name}", dir.display()),
-        digest: staged.image.top.digest.clone(),
+        digest: staged.image.digest().to_string(),
         platforms: staged.platforms.clone(),
         with_cache: staged.with_cache,
     })

@@ -12,10 +12,11 @@ use super::history::Date;
 use super::plan::{self, Plan, PlanOptions};
 use super::rebuild::{self, RebuildOptions, Rebuilt};
 use super::resources::{self, CatalogResource, Kind, Mirrored};
-use super::transfer::{self, End, Inspected, Outcome, Progress, TransferOptions};
+use super::transfer::{self, End, Inspected, Outcome, TransferOptions};
 use super::workspace;
 use crate::error::Error;
 use crate::image::reference::ImageSource;
+use crate::progress::Progress;
 use crate::registry::Connection;
 use std::path::{Path, PathBuf};
 
@@ -338,10 +339,13 @@ fn push_rebuilt(
     let rebuild = rebuild_options(opts);
     for i in 0..report.plan.catalogs.len() {
         let c = &report.plan.catalogs[i];
-        progress.image_started(&c.destination);
-        let r = rebuild::rebuild(c, &rebuild, &crate::image::copy::NoProgress)?;
+        progress.report(crate::progress::Event::ImageStarted(&c.destination));
+        let r = rebuild::rebuild(c, &rebuild, &crate::progress::Silent)?;
         sign(report, opts, &r)?;
-        progress.image_done(&r.destination, true);
+        progress.report(crate::progress::Event::ImageDone {
+            name: &r.destination,
+            ok: true,
+        });
         report.rebuilt.push(r);
     }
     Ok(())
@@ -380,9 +384,12 @@ fn to_disk(
 ) -> Result<(), Error> {
     let rebuild = rebuild_options(opts);
     for c in &report.plan.catalogs {
-        progress.image_started(&c.destination);
+        progress.report(crate::progress::Event::ImageStarted(&c.destination));
         let r = rebuild::rebuild_to_layout(c, &rebuild, dir, &c.destination)?;
-        progress.image_done(&c.destination, true);
+        progress.report(crate::progress::Event::ImageDone {
+            name: &c.destination,
+            ok: true,
+        });
         report.rebuilt.push(r);
     }
     let digests: Vec<String> = report.rebuilt.iter().map(|r| r.digest.clone()).collect();
@@ -416,7 +423,7 @@ fn push_from_disk(
     copy.max_manifest_size = opts.image.max_manifest_size;
     for (i, name) in names.iter().enumerate() {
         let c = &report.plan.catalogs[i];
-        progress.image_started(&c.destination);
+        progress.report(crate::progress::Event::ImageStarted(&c.destination));
         let to = crate::image::reference::parse(&c.destination).map_err(Error::Usage)?;
         let from = ImageSource::Layout {
             dir: dir.to_path_buf(),
@@ -426,7 +433,7 @@ fn push_from_disk(
             &from,
             &ImageSource::Registry(to),
             &copy,
-            &crate::image::copy::NoProgress,
+            &crate::progress::Silent,
         )
         .map_err(|e| Error::failed(crate::text::one_line(&e)))?;
         let r = Rebuilt {
@@ -436,7 +443,10 @@ fn push_from_disk(
             with_cache: false,
         };
         sign(report, opts, &r)?;
-        progress.image_done(&r.destination, true);
+        progress.report(crate::progress::Event::ImageDone {
+            name: &r.destination,
+            ok: true,
+        });
         report.rebuilt.push(r);
     }
     Ok(())

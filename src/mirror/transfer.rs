@@ -9,13 +9,15 @@
 
 use super::completed;
 pub use super::ends::End;
-use super::ends::{Reader, Writer};
+use super::ends::{self, Reader};
 use super::placements;
 use super::plan::PlannedImage;
 use super::signatures::{self, Found};
-use crate::image::copy::{self, CopyOptions, InFlight, Sent};
+use crate::image::copy::{self, CopyOptions, InFlight};
+use crate::image::destination::Destination;
 use crate::image::reference::{self, Reference};
 use crate::oci::manifest::{self, Manifest};
+use crate::progress::{Event, Progress};
 use crate::registry::Connection;
 use anyhow::{anyhow, Result};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -49,19 +51,6 @@ pub struct TransferOptions {
     /// The longest one image's copy may take, its signatures included (`--image-timeout`).
     pub image_timeout: Option<std::time::Duration>,
 }
-
-/// What the mirror reports as it goes; called from the copying threads.
-pub trait Progress: Sync {
-    fn planned(&self, _images: usize) {}
-    fn image_started(&self, _name: &str) {}
-    /// Bytes of blobs sent (or found at the destination).
-    fn bytes(&self, _n: u64) {}
-    fn image_done(&self, _name: &str, _ok: bool) {}
-}
-
-/// Reports nothing.
-pub struct NoProgress;
-impl Progress for NoProgress {}
 
 /// What happened to one image.
 #[derive(Clone, Debug, Default)]
@@ -102,7 +91,7 @@ pub fn copy_all(
     opts: &TransferOptions,
     progress: &dyn Progress,
 ) -> Vec<Outcome> {
-    progress.planned(images.len());
+    progress.report(Event::Images(images.len()));
     let shared = Shared {
         in_flight: Arc::new(InFlight::default()),
         found: signatures::Cache::default(),
@@ -121,14 +110,17 @@ pub fn copy_all(
     let stop = |o: &Outcome| o.error.is_some() && !opts.keep_going;
     parallel(images.len(), opts.parallel_images, stop, |i| {
         let img = &images[i];
-        progress.image_started(&img.wanted.source);
+        progress.report(Event::ImageStarted(&img.wanted.source));
         let mut out = copy_one(img, opts, &shared, progress);
         if let Some(path) = log {
             if let Err(e) = placements::append(path, &shared.in_flight.take_new()) {
                 out.error.get_or_insert(format!("{}: {e}", path.display()));
             }
         }
-        progress.image_done(&img.wanted.source, out.error.is_none());
+        progress.report(Event::ImageDone {
+            name: &img.wanted.source,
+            ok: out.error.is_none(),
+        });
         out
     })
 }
@@ -179,13 +171,7 @@ fn inspect(
         m => images.push(m),
     }
     let blobs = manifest::blobs_of(images).unwrap_or_default();
-    let mut dest = Writer::open(
-        &opts.to,
-        &from,
-        &img.destination,
-        &out.digest,
-        &opts.destination,
-    )?;
+    let mut dest = ends::destination(&opts.to, &img.destination, &out.digest, &opts.destination)?;
     for (d, size) in &blobs {
         out.blobs += 1;
         out.bytes += size;
@@ -300,13 +286,13 @@ fn try_copy(
     // the destination). Else an image named by digest is looked for at the destination first:
     // when it is there, the source is not asked, and the destination's copy (checked against
     // the digest) gives an index's platforms for their signatures.
-    let recorded = |dest: &Writer, d: &str| {
-        let key = (dest.key()?, d.to_string());
+    let recorded = |dest: &Destination, d: &str| {
+        let key = (ends::key(dest)?, d.to_string());
         shared.completed.get(&key).cloned()
     };
     let (top, mut dest, held) = match from.digest.clone() {
         Some(d) => {
-            let mut dest = Writer::open(&opts.to, &from, &img.destination, &d, &opts.destination)?;
+            let mut dest = ends::destination(&opts.to, &img.destination, &d, &opts.destination)?;
             match recorded(&dest, &d) {
                 Some(children) => (Top::Recorded(d, children), dest, true),
                 None => match dest.held(&d, limit)? {
@@ -322,11 +308,11 @@ fn try_copy(
         None => {
             let top = src.top(&img.wanted.source, &from, limit)?;
             let d = crate::digest::sha256(&top.bytes);
-            let mut dest = Writer::open(&opts.to, &from, &img.destination, &d, &opts.destination)?;
+            let mut dest = ends::destination(&opts.to, &img.destination, &d, &opts.destination)?;
             match recorded(&dest, &d) {
                 Some(children) => (Top::Recorded(d, children), dest, true),
                 None => {
-                    let there = dest.holds(&d, limit)?;
+                    let there = ends::holds(&mut dest, &d, limit)?;
                     (Top::Fetched(top), dest, there)
                 }
             }
@@ -348,7 +334,7 @@ fn try_copy(
         let copied = copy::copy_digest(
             &src.image(&from),
             &digest,
-            &dest.image(),
+            &dest.target(),
             &copy_options(opts, shared),
             &Bytes {
                 progress,
@@ -367,7 +353,7 @@ fn try_copy(
         let found = find_signatures(&mut src, &from, &digests, &shared.found, limit)?;
         out.signatures = copy_signatures(&found, &src, &from, &mut dest, opts, shared)?;
     }
-    if let (Some(path), Some(key), Top::Fetched(_)) = (&opts.completed, dest.key(), &top) {
+    if let (Some(path), Some(key), Top::Fetched(_)) = (&opts.completed, ends::key(&dest), &top) {
         completed::append(path, &key, &digest, &children)
             .map_err(|e| anyhow!("{}: {e}", path.display()))?;
     }
@@ -403,7 +389,7 @@ fn copy_signatures(
     found: &[Found],
     src: &Reader,
     from: &Reference,
-    dest: &mut Writer,
+    dest: &mut Destination,
     opts: &TransferOptions,
     shared: &Shared,
 ) -> Result<Vec<String>> {
@@ -411,8 +397,16 @@ fn copy_signatures(
     let mut copied = Vec::new();
     for f in found {
         let (digest, (to, there), name) = match f {
-            Found::Tag { tag, digest } => (digest, dest.tag_beside(tag, digest, limit)?, tag),
-            Found::Referrer { digest } => (digest, dest.referrer_beside(digest, limit)?, digest),
+            Found::Tag { tag, digest } => (
+                digest,
+                ends::tag_beside(dest, from, tag, digest, limit)?,
+                tag,
+            ),
+            Found::Referrer { digest } => (
+                digest,
+                ends::referrer_beside(dest, from, digest, limit)?,
+                digest,
+            ),
         };
         if there {
             continue;
@@ -425,7 +419,7 @@ fn copy_signatures(
             digest,
             &to,
             &copy_options(opts, shared),
-            &copy::NoProgress,
+            &crate::progress::Silent,
         )?;
         copied.push(name.clone());
     }
@@ -449,9 +443,12 @@ struct Bytes<'a> {
     log: Option<&'a std::path::Path>,
 }
 
-impl copy::Progress for Bytes<'_> {
-    fn blob(&self, _digest: &str, size: u64, _sent: Sent) {
-        self.progress.bytes(size);
+impl Progress for Bytes<'_> {
+    fn report(&self, event: Event<'_>) {
+        let Event::Blob { size, .. } = event else {
+            return;
+        };
+        self.progress.report(Event::Bytes(size));
         if let Some(path) = self.log {
             // Losing the record only costs an upload on a rerun.
             let _ = placements::append(path, &self.shared.in_flight.take_new());

@@ -26,10 +26,27 @@ impl Layout {
     }
 
     fn blob_path(&self, digest: &str) -> Result<PathBuf> {
-        let rel = crate::digest::blob_path(digest)
-            .ok_or_else(|| anyhow!("unsupported or malformed digest {digest:?}"))?;
-        Ok(self.dir.join(rel))
+        blob_path(&self.dir, digest)
     }
+}
+
+/// Where the layout at `dir` keeps the blob `digest` (`blobs/<algorithm>/<hex>`; refused
+/// unless a valid digest).
+pub fn blob_path(dir: &Path, digest: &str) -> Result<PathBuf> {
+    let rel = crate::digest::blob_path(digest)
+        .ok_or_else(|| anyhow::anyhow!("unsupported or malformed digest {digest:?}"))?;
+    Ok(dir.join(rel))
+}
+
+/// The entry of the layout at `dir` named `name`, if any (none when there is no layout yet).
+pub fn named(dir: &Path, name: &str, limit: u64) -> Result<Option<Entry>> {
+    if !dir.join("index.json").is_file() {
+        return Ok(None);
+    }
+    Ok(Layout::open(dir)?
+        .entries(limit)?
+        .into_iter()
+        .find(|e| e.name == name))
 }
 
 /// One entry of a layout's `index.json`.

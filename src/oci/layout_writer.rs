@@ -6,10 +6,8 @@
 //! [`super::layout_reader::Layout`]'s.
 
 use super::cache::Verify;
-use super::layout_reader::Layout;
-use super::manifest::{self, Manifest};
 use super::source::BlobSource;
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, Context, Result};
 use serde_json::{json, Value};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -61,9 +59,7 @@ impl LayoutWriter {
     }
 
     fn blob_path(&self, digest: &str) -> Result<PathBuf> {
-        let rel = crate::digest::blob_path(digest)
-            .ok_or_else(|| anyhow!("unsupported or malformed digest {digest:?}"))?;
-        Ok(self.dir.join(rel))
+        super::layout_reader::blob_path(&self.dir, digest)
     }
 
     /// True when the layout already holds the blob.
@@ -153,86 +149,4 @@ impl LayoutWriter {
         t.commit()?;
         Ok(())
     }
-}
-
-/// One image of a layout, with everything it references: the top manifest or index, the
-/// platform manifests of an index, and the blobs (configs and layers).
-#[derive(Clone, Debug)]
-pub struct Image {
-    pub dir: PathBuf,
-    pub top: Top,
-    /// An index's manifests (empty for a single image).
-    pub manifests: Vec<Top>,
-    /// Configs and layers, each once, with their sizes.
-    pub blobs: Vec<(String, u64)>,
-}
-
-/// Reads the image `tag` (or the only one) of the layout at `dir`.
-pub fn read_image(dir: &Path, tag: Option<&str>, limit: u64) -> Result<Image> {
-    let mut src = Layout::open(dir)?;
-    let f = src.manifest(tag.unwrap_or(""), limit)?;
-    let digest = crate::digest::sha256(&f.bytes);
-    let m =
-        manifest::parse_manifest(&f.bytes, f.content_type.as_deref()).map_err(|e| anyhow!(e))?;
-    let media_type = |m: &Manifest| match m {
-        Manifest::Index { .. } => manifest::OCI_INDEX.to_string(),
-        Manifest::Image { .. } => manifest::OCI_MANIFEST.to_string(),
-    };
-    let declared = |bytes: &[u8], m: &Manifest| {
-        serde_json::from_slice::<Value>(bytes)
-            .ok()
-            .and_then(|v| {
-                v.get("mediaType")
-                    .and_then(Value::as_str)
-                    .map(str::to_string)
-            })
-            .unwrap_or_else(|| media_type(m))
-    };
-    let top = Top {
-        media_type: declared(&f.bytes, &m),
-        digest,
-        size: f.bytes.len() as u64,
-    };
-    let mut manifests = Vec::new();
-    let mut images = Vec::new();
-    match m {
-        Manifest::Index { manifests: list } => {
-            for d in list {
-                let bytes = src.manifest(&d.digest, limit)?.bytes;
-                if !crate::digest::matches(&d.digest, &bytes) {
-                    bail!("manifest {} does not match its digest", d.digest);
-                }
-                let pm = manifest::parse_manifest(&bytes, Some(&d.media_type))
-                    .map_err(|e| anyhow!(e))?;
-                manifests.push(Top {
-                    media_type: declared(&bytes, &pm),
-                    digest: d.digest.clone(),
-                    size: bytes.len() as u64,
-                });
-                images.push(pm);
-            }
-        }
-        m => images.push(m),
-    }
-    let blobs = manifest::blobs_of(images)
-        .ok_or_else(|| anyhow!("image indexes nested in an index are not supported"))?;
-    Ok(Image {
-        dir: dir.to_path_buf(),
-        top,
-        manifests,
-        blobs,
-    })
-}
-
-/// Copies `img` into the layout at `dir` (created if missing), named `tag`.
-pub fn copy_image(img: &Image, dir: &Path, tag: Option<&str>) -> Result<()> {
-    let out = LayoutWriter::create(dir)?;
-    let mut src = Layout::open(&img.dir)?;
-    for (d, size) in &img.blobs {
-        out.copy_from(&mut src, d, *size)?;
-    }
-    for m in img.manifests.iter().chain(std::iter::once(&img.top)) {
-        out.copy_from(&mut src, &m.digest, m.size)?;
-    }
-    out.tag(&img.top, tag)
 }

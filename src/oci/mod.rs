@@ -6,11 +6,15 @@
 //! |---|---|
 //! | [`manifest`] | typed manifests, indexes, descriptors and platforms; the media types; config labels |
 //! | [`source`] | [`source::BlobSource`], what an image is read from (a registry, a layout), and the size-limited read |
+//! | [`image`] | the one image reader: an image or index with all it references, from any [`source::BlobSource`], media types kept |
 //! | [`layout_reader`] | the one OCI layout reader: `index.json`'s entries, manifests by tag or digest, blobs |
 //! | [`layout_writer`] | the one OCI layout writer: blobs verified and renamed into place, `index.json` last |
 //! | [`cache`] | the content-addressed blob cache and the verifying reader |
+//!
+//! `image_tests.rs` holds [`image`]'s tests: every media type the reader keeps.
 
 pub mod cache;
+pub mod image;
 pub mod layout_reader;
 pub mod layout_writer;
 pub mod manifest;

@@ -19,16 +19,8 @@ pub struct Sending {
     pub retries: Retries,
 }
 
-/// How a blob reached the destination.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Sent {
-    /// It was there already.
-    Skipped,
-    /// Mounted from another repository of the same registry.
-    Mounted,
-    /// Its bytes were sent.
-    Uploaded,
-}
+/// How a blob reached the destination (a progress event's too).
+pub use crate::progress::Sent;
 
 /// An answer that is not the one expected, as a failure naming `what`: tried again when it
 /// is a 429 or 5xx.
