@@ -11,7 +11,13 @@
 //! |---|---|
 //! | [`reference`] | parsing `[registry[:port]/]repository[:tag][@digest]` and `oci:DIR[:TAG]` |
 //! | [`auth`] | auth files, credentials, the `WWW-Authenticate` parser |
+//! | [`trust`] | whom a registry connection trusts: roots, `certs.d`, `--cert-dir`, client certificates |
+//! | [`agents`] | the HTTP agents, one per registry host and connection settings, shared |
+//! | [`retry`] | when a request is tried again; resuming a blob body cut off part way |
 //! | [`registry`] | the distribution API client and the OCI layout reader |
+//! | [`fetch`] | the [`BlobSource`] trait registries and layouts implement; size-limited reads |
+//! | [`layout_source`] | an OCI layout directory read as a [`BlobSource`] |
+//! | [`tags`] | a repository's tags, manifest HEADs and OCI referrers |
 //! | [`manifest`] | manifests, indexes, platforms, config labels |
 //! | [`kind`] | catalog / index / bundle image by labels |
 //! | [`pull`] | one image: manifests → config → layers, verified and cached |

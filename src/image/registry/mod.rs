@@ -6,6 +6,11 @@
 //! Every failure becomes one sentence a user can act on: unknown repository or tag,
 //! unauthorized, a certificate that does not verify, a registry that is down or does not
 //! answer in time. Credentials and tokens are never logged.
+//!
+//! | file | owns |
+//! |---|---|
+//! | `mod.rs` | the client: authentication, sending a request, the deadline |
+//! | [`read`] | the registry as a [`BlobSource`]: manifests and streamed blobs |
 
 use super::auth::{self, Credential};
 pub use super::fetch::{read_limited, BlobSource, Fetched};
