@@ -42,8 +42,8 @@
 # child processes: the binary the Dockerfile ships, built here in Cargo's `dist` profile (the
 # release profile's build for --smoke, which only checks that the harness runs). The report is
 # written whole by the harness: nothing of the previous file is carried over, and its "Known
-# gaps" section is read from its own target tables. Profiles and experiments belong in
-# docs/performance.md. Run it on a quiet machine: the client and the server share the cores,
+# gaps" section is read from its own target tables; it is at most 350 lines. Profiles,
+# experiments and the printed output of the modes above belong in docs/performance.md. Run it on a quiet machine: the client and the server share the cores,
 # and other load shows up in every figure.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -147,6 +147,14 @@ else
 fi
 
 cargo bench --bench harness -- "${args[@]}" "${extra[@]}"
+
+# BENCHMARKS.md is a report, read whole: at most 350 lines. History and narrative belong in
+# docs/performance.md.
+lines=$(wc -l < "$tmp/report.md")
+if [ "$lines" -gt 350 ]; then
+  echo "the report is $lines lines; BENCHMARKS.md holds at most 350 (move narrative to docs/performance.md)" >&2
+  exit 1
+fi
 
 if [ "$smoke" = 1 ] && [ "$out" = "$tmp/BENCHMARKS.smoke.md" ]; then
   cat "$tmp/report.md"

@@ -41,6 +41,9 @@
 //! * [`imagebuild`]: building catalog images (layers, config, base, OCI layouts) from a
 //!   validated catalog and its pre-built cache.
 //! * [`source`]: SOURCE arguments: telling formats apart, reading any mix, the source digest.
+//! * [`progress`]: progress of long library work, reported to a caller's [`progress::Progress`].
+//! * [`query`]: the questions commands ask of SOURCEs (`list`, `upgrade`, `validate`), a built
+//!   database asked through the store, anything else loaded.
 //! * The application: [`load`] (SOURCEs into a valid catalog, every diagnostic returned),
 //!   [`ingest`] (the one build path, streaming on three threads), [`authoring`]
 //!   (`init`, `render-template`, `convert-template`, `migrate`); [`mirror`] (what `opreg

@@ -5,6 +5,7 @@
 
 use crate::common;
 
+use super::cli_messages::{assert_no_panic, catalog, VALID};
 use clap::CommandFactory;
 use common::bin;
 use std::process::{Command, Stdio};
@@ -114,4 +115,67 @@ fn every_printing_command_stops_quietly_on_a_closed_pipe() {
 
 fn s(p: &std::path::Path) -> &str {
     p.to_str().unwrap()
+}
+
+/// Spawns opreg with the given stream closed on the reading side before it writes anything.
+fn run_with_closed(args: &[&str], close_stdout: bool) -> (i32, String) {
+    let mut cmd = Command::new(bin());
+    cmd.args(args);
+    if close_stdout {
+        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    } else {
+        cmd.stdout(Stdio::null()).stderr(Stdio::piped());
+    }
+    let mut child = cmd.spawn().unwrap();
+    let mut err = String::new();
+    if close_stdout {
+        drop(child.stdout.take());
+        use std::io::Read;
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut err)
+            .unwrap();
+    } else {
+        drop(child.stderr.take());
+    }
+    let st = child.wait().unwrap();
+    (st.code().unwrap_or(-1), err)
+}
+
+#[test]
+fn a_closed_pipe_ends_every_printing_command_quietly() {
+    let (_t, dir) = catalog(&[("index.yaml", VALID)]);
+    let d = s(&dir);
+    for args in [
+        vec!["graph", d, "--package", "demo"],
+        vec![
+            "graph",
+            d,
+            "--package",
+            "demo",
+            "-f",
+            "dot",
+            "--from",
+            "1.0.0",
+        ],
+        vec!["render", d],
+        vec!["upgrade", d, "-p", "demo", "--from", "1.0.0"],
+        vec!["upgrade", d, "-p", "demo", "--from", "1.0.0", "-o", "json"],
+    ] {
+        let (code, err) = run_with_closed(&args, true);
+        assert_no_panic(code, &err);
+        assert_eq!(code, 0, "{args:?}: {err}");
+        assert!(err.is_empty(), "{args:?}: quiet on EPIPE, got {err}");
+    }
+    // Commands that report on stderr: a closed stderr must not turn into a panic either.
+    for args in [
+        vec!["validate", d, "--upgrades"],
+        vec!["ingest", d, "-o", "/nonexistent-dir/x.db"],
+        vec!["graph", d, "--package", "nope"],
+    ] {
+        let (code, _) = run_with_closed(&args, false);
+        assert!(code == 0 || code == 1, "{args:?}: exit {code}");
+    }
 }

@@ -1,11 +1,11 @@
 //! `opreg graph`: the drawing of the upstream etcd catalog (nodes, edge kinds, the synthetic
 //! node etcdoperator.v0.9.1, head and default channel), checked against the model's own edges;
 //! skipRange edges and deprecated bundles on a small FBC; `--from` paths against the resolver;
-//! and the legacy index drawn the same as the manifests it was built from.
+//! and the legacy index drawn the same as the manifests it was built from. Large real packages
+//! are tests/graph_large_packages.rs.
 
 use crate::common;
 use crate::legacy_support;
-
 use common::opreg;
 use legacy_support::*;
 use opreg::graph::{self, EdgeKind, Versions};
@@ -13,7 +13,7 @@ use opreg::model::Catalog;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-fn load(path: &Path) -> Catalog {
+pub(crate) fn load(path: &Path) -> Catalog {
     let mut w = Vec::new();
     opreg::source::load_sources(&[path.to_path_buf()], &mut w).expect("catalog loads")
 }
@@ -21,14 +21,14 @@ fn load(path: &Path) -> Catalog {
 /// A parsed DOT drawing: per cluster title, node name → (label lines, attributes), and edges
 /// (from name, to name, label, attributes).
 #[derive(Default, Debug)]
-struct Dot {
-    clusters: BTreeMap<String, Cluster>,
+pub(crate) struct Dot {
+    pub(crate) clusters: BTreeMap<String, Cluster>,
 }
 
 #[derive(Default, Debug)]
-struct Cluster {
-    nodes: BTreeMap<String, (Vec<String>, String)>,
-    edges: BTreeSet<(String, String, String, String)>,
+pub(crate) struct Cluster {
+    pub(crate) nodes: BTreeMap<String, (Vec<String>, String)>,
+    pub(crate) edges: BTreeSet<(String, String, String, String)>,
 }
 
 fn attr<'a>(attrs: &'a str, key: &str) -> Option<&'a str> {
@@ -41,7 +41,7 @@ fn attr<'a>(attrs: &'a str, key: &str) -> Option<&'a str> {
     }
 }
 
-fn parse_dot(text: &str) -> Dot {
+pub(crate) fn parse_dot(text: &str) -> Dot {
     let mut d = Dot::default();
     let mut ids: BTreeMap<String, (String, String)> = BTreeMap::new(); // id → (cluster, name)
     let mut cur: Option<String> = None;
@@ -83,7 +83,7 @@ fn parse_dot(text: &str) -> Dot {
     d
 }
 
-fn graph_out(args: &[&str]) -> String {
+pub(crate) fn graph_out(args: &[&str]) -> String {
     let (code, out, err) = opreg(args);
     assert_eq!(code, 0, "opreg {args:?}: {err}");
     out
@@ -488,116 +488,4 @@ fn legacy_index_draws_like_its_manifests_and_bad_names_fail() {
     assert!(err.contains("no channel \"nope\""), "{err}");
     let (code, _, _) = opreg(&["graph", f, "-p", "etcd", "-f", "png"]);
     assert_eq!(code, 2);
-}
-
-/// A package whose every bundle has a skipRange covering all older ones (the shape of
-/// assisted-service-operator's ocm-2.6): one bracket per skipRange, not one edge per covered
-/// bundle, and graphviz lays it out.
-#[test]
-fn skip_range_heavy_package_draws_one_edge_per_skip_range() {
-    let n = 30;
-    let mut fbc = String::from(r#"{"schema":"olm.package","name":"heavy","defaultChannel":"c"}"#);
-    let mut entries = Vec::new();
-    for i in 0..n {
-        let mut e = serde_json::json!({"name": format!("heavy.v1.0.{i}"), "skipRange": format!(">=0.0.1 <1.0.{i}")});
-        if i > 0 {
-            e["replaces"] = format!("heavy.v1.0.{}", i - 1).into();
-        }
-        entries.push(e);
-        fbc += &format!(
-            "\n{{\"schema\":\"olm.bundle\",\"package\":\"heavy\",\"name\":\"heavy.v1.0.{i}\",\"image\":\"example.com/heavy:{i}\",\"properties\":[{{\"type\":\"olm.package\",\"value\":{{\"packageName\":\"heavy\",\"version\":\"1.0.{i}\"}}}}]}}"
-        );
-    }
-    fbc += &format!(
-        "\n{}\n",
-        serde_json::json!({"schema": "olm.channel", "package": "heavy", "name": "c", "entries": entries})
-    );
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("catalog.json");
-    std::fs::write(&path, fbc).unwrap();
-    let cat = load(&path);
-    let all = graph::channel_edges(
-        &Versions::of(&cat.packages["heavy"]),
-        &cat.packages["heavy"].channels["c"],
-    );
-    assert_eq!(all.len(), (n - 1) + n * (n - 1) / 2, "the rule's own edges");
-    let out = graph_out(&["graph", path.to_str().unwrap(), "-p", "heavy", "-f", "dot"]);
-    let d = parse_dot(&out);
-    let c = &d.clusters["c (default)"];
-    // 29 replaces, and one bracket for each of the 29 ranges that cover anything.
-    assert_eq!(c.edges.iter().filter(|e| e.2 == "replaces").count(), n - 1);
-    assert_eq!(c.edges.iter().filter(|e| e.2 == "skipRange").count(), n - 1);
-    assert_eq!(c.edges.len(), 2 * (n - 1));
-    assert_eq!(
-        c.nodes[&format!("skipRange >=0.0.1 <1.0.{}", n - 1)].0[1],
-        format!("covers {} bundles", n - 1)
-    );
-    if let Ok(mut child) = std::process::Command::new("dot")
-        .arg("-Tsvg")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-    {
-        use std::io::Write;
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(out.as_bytes())
-            .unwrap();
-        let o = child.wait_with_output().unwrap();
-        assert!(o.status.success());
-        assert!(String::from_utf8_lossy(&o.stdout).contains("<svg"));
-    }
-}
-
-#[test]
-#[ignore = "heavy tier: reads the 85 MB community catalog"]
-fn assisted_service_ocm_2_6_stays_small_and_renders_fast() {
-    let src = common::corpus_valid("community-operators.fbc.json");
-    let s = src.to_str().unwrap();
-    let out = graph_out(&[
-        "graph",
-        s,
-        "-p",
-        "assisted-service-operator",
-        "-c",
-        "ocm-2.6",
-        "-f",
-        "dot",
-    ]);
-    let edges = out.lines().filter(|l| l.contains(" -> ")).count();
-    assert!(
-        edges < 150,
-        "{edges} edges (1,211 when every covered bundle got an edge)"
-    );
-    let mermaid = graph_out(&[
-        "graph",
-        s,
-        "-p",
-        "assisted-service-operator",
-        "-c",
-        "ocm-2.6",
-    ]);
-    assert!(mermaid.len() < 50_000, "{} characters", mermaid.len());
-    let t = std::time::Instant::now();
-    let mut child = std::process::Command::new("dot")
-        .arg("-Tsvg")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .expect("graphviz's dot (apt install graphviz)");
-    use std::io::Write;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(out.as_bytes())
-        .unwrap();
-    assert!(child.wait().unwrap().success());
-    assert!(
-        t.elapsed() < std::time::Duration::from_secs(10),
-        "{:?}",
-        t.elapsed()
-    );
 }

@@ -49,16 +49,10 @@ pub(crate) fn files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// The text without comments (line comments and doc comments; string contents are kept,
-/// which is harmless: no string here spells `crate::`).
+/// The text without comments (line, block and doc comments), by the tidy tests' lexer; string
+/// contents are kept, which is harmless: no string here spells `crate::`.
 pub(crate) fn code(text: &str) -> String {
-    text.lines()
-        .map(|l| match l.find("//") {
-            Some(i) => &l[..i],
-            None => l,
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
+    super::tidy::lexer::strip_comments(text)
 }
 
 /// The `crate::` paths a text names, as lists of segments: `crate::a::b::C` and each path of

@@ -11,6 +11,7 @@
 //! | [`manifests`] | package-manifest directories and bundle directories (CSV + CRDs) |
 //! | [`legacy`] | upstream SQLite index databases (schema 0–13) |
 //! | [`csv`] | what a ClusterServiceVersion means: the properties and package fields derived from it |
+//! | [`yaml11`] | warnings where opm's YAML 1.1 reads a plain scalar as something other than a string |
 //!
 //! Telling a SOURCE's format apart and dispatching to these readers (and to the store, for
 //! opreg's own databases) is [`crate::source`]'s job, one layer up.

@@ -4,6 +4,19 @@
 //! error (unknown flag, missing argument), 130 interrupted; `diff` adds 3 (a SOURCE could not be
 //! read). Each command's `run` returns an [`Ended`], and [`exit_code`] alone turns it into a
 //! code; `health-probe` speaks grpc_health_probe's codes (`health_probe::exit_code`).
+//!
+//! | file | owns |
+//! |---|---|
+//! | `mod.rs` | the clap definition, logging, dispatch, [`exit_code`] |
+//! | [`output`] | every line printed, stdout and stderr, following `--log-format` |
+//! | [`progress`] | a copy's progress drawn on stderr |
+//! | [`values`] | library enums as flag values (`ValueEnum`) |
+//! | [`image_args`] | the image flags every image-reading command shares |
+//! | [`ingest`], [`validate`], [`list`], [`upgrade`], [`diff`], [`graph`] | the catalog commands |
+//! | [`render`], [`render_template`], [`convert_template`], [`init`], [`migrate`] | the authoring commands |
+//! | [`serve`], [`health_probe`], [`opm`] | serving, the health probe, `opm` compatibility |
+//! | [`image`], [`sign`], [`generate`], [`mirror`] | images: build, push, sign, Dockerfile, mirror |
+//! | [`completions`] | shell completions and man pages |
 
 pub mod completions;
 pub mod convert_template;

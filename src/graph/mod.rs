@@ -9,6 +9,11 @@
 //!
 //! The range grammars live in [`blang`] (skipRange, classic and v1) and [`masterminds`]
 //! (OLM v1 version constraints).
+//!
+//! | file | owns |
+//! |---|---|
+//! | `mod.rs` | the update rule ([`EntryRule`]), channel edges, heads, the classic chain |
+//! | [`resolve`] | upgrade resolution under classic OLM and OLM v1 |
 
 pub mod resolve;
 

@@ -10,6 +10,7 @@
 //! | module | owns |
 //! |---|---|
 //! | [`reference`] | parsing `[registry[:port]/]repository[:tag][@digest]` and `oci:DIR[:TAG]` |
+//! | [`tags`] | a repository's tags, manifest HEADs and OCI referrers |
 //! | [`kind`] | catalog / index / bundle image by labels |
 //! | [`pull`] | one image: manifests → config → layers, verified and cached |
 //! | [`layers`] | the layer reader: tar, whiteouts, safety checks |

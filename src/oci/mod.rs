@@ -11,7 +11,7 @@
 //! | [`layout_writer`] | the one OCI layout writer: blobs verified and renamed into place, `index.json` last |
 //! | [`cache`] | the content-addressed blob cache and the verifying reader |
 //!
-//! `image_tests.rs` holds [`image`]'s tests: every media type the reader keeps.
+//! [`image`]'s tests (every media type the reader keeps) are in a file of their own beside it.
 
 pub mod cache;
 pub mod image;

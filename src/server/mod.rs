@@ -9,6 +9,15 @@
 //! within the grace period, then exits 0. After a swap of the served version every open
 //! connection gets a GOAWAY (`conn`). The server only reads the store. The four unary
 //! bundle RPCs are answered piece by piece, in front of tonic ([`direct`]).
+//!
+//! | file | owns |
+//! |---|---|
+//! | `mod.rs` | start-up, the integrity check, shutdown |
+//! | [`registry`] | `api.Registry` and `api.ExperimentalRegistry`, answered from the store |
+//! | [`direct`] | the unary bundle RPCs answered in front of tonic |
+//! | [`upgrades`] | `opreg.v1.Upgrades`: upgrade resolution over the served catalog |
+//! | [`health`] | `grpc.health.v1.Health` |
+//! | [`services`] | every service and method served, by name, from the descriptors |
 
 pub mod direct;
 pub mod health;

@@ -6,6 +6,15 @@
 //! properties and versions, skipRanges, images, deprecation references, and property shapes.
 //! Graph questions are answered by [`crate::graph`]; nothing here re-derives an edge.
 //! Messages reuse upstream's key words so that searching for them finds both tools.
+//!
+//! | file | owns |
+//! |---|---|
+//! | `mod.rs` | the model rules, all reported at once |
+//! | [`properties`] | typed property values, with Go's `encoding/json` wording |
+//! | [`schemas`] | unknown schemas that look meant for OLM (misspelt, templates) |
+//! | [`help`] | the `help:` line of each update-graph error |
+//! | [`edge_lint`] | warnings about single update edges |
+//! | [`upgrade_lint`] | graphs classic OLM and OLM v1 resolve differently; downgrade hops |
 
 pub mod edge_lint;
 mod help;

@@ -33,10 +33,15 @@ impl Ctx {
     pub fn cache(&self) -> PathBuf {
         self.path("cache/opreg/images")
     }
+    /// The command for `opreg ARGS`. A `mirror` run that names no `--workspace` gets one in
+    /// this environment's directory, so that no run writes `opreg-mirror/` into the repository.
     pub fn cmd(&self, args: &[&str], env: &[(&str, &Path)]) -> Command {
         let mut c = Command::new(common::bin());
-        c.args(args)
-            .env("HOME", self.path("home"))
+        c.args(args);
+        if args.first() == Some(&"mirror") && !args.iter().any(|a| a.starts_with("--workspace")) {
+            c.arg("--workspace").arg(self.path("workspace"));
+        }
+        c.env("HOME", self.path("home"))
             .env("XDG_CACHE_HOME", self.path("cache"))
             .env("TMPDIR", self.tmp())
             .env_remove("XDG_RUNTIME_DIR")

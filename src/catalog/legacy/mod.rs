@@ -26,6 +26,14 @@
 //!
 //! Legacy quirks that FBC cannot express are tolerated where a faithful FBC exists, with a
 //! warning naming the quirk and the FBC rule it would break.
+//!
+//! | file | owns |
+//! |---|---|
+//! | `mod.rs` | opening the file read-only and assembling declarations |
+//! | [`schema`] | the schema version (0–13) and the tables and columns each must have |
+//! | [`rows`] | each table read once, TEXT-or-BLOB columns decoded alike |
+//! | [`channels`] | channels rebuilt from the materialized walks: replaces chain and skips |
+//! | [`bundles`] | one bundle from its rows: properties, dependencies, related images, deprecation |
 
 mod bundles;
 mod channels;

@@ -10,6 +10,12 @@
 //! collections in flow form (`{}`, `[]`), and sequences not indented under their key.
 //! [`write_document`] writes one [`Node`] tree that way; its rules were learnt from go-yaml
 //! v2.4.0's emitter (`emitterc.go`), resolver (`resolve.go`) and key sorter (`sorter.go`).
+//!
+//! | file | owns |
+//! |---|---|
+//! | `mod.rs` | the emitter: nodes, indentation, folding, styles chosen |
+//! | [`analysis`] | a scalar's characters, line breaks and the styles its text allows |
+//! | [`scalars`] | plain strings that read back as another type, key order, Go's float printing |
 
 mod analysis;
 mod scalars;

@@ -7,9 +7,28 @@
 //! breaks the rule fails the test too, so it is taken out when the code is fixed.
 //!
 //! Test code is left out everywhere: files of tests (`#[cfg(test)] mod x;`, `#[path = "…"]`) and
-//! `#[cfg(test)]` modules.
+//! `#[cfg(test)]` modules. Comments are left out by [`lexer`], which knows string, raw string
+//! and char literals, so a `//` inside `"https://…"` hides nothing.
+//!
+//! Every rule is a function of the sources, so that each has a test that plants a violation
+//! in a small made-up tree and sees the rule fail:
+//!
+//! | file | rules |
+//! |---|---|
+//! | `mod.rs` | external crates in their modules, stdout only in `cli::output`, no threads in `cli/`, the code map, function length, Docker Hub's names |
+//! | [`lexer`] | comments stripped, string and char literals kept |
+//! | [`confined`] | stderr and exits, atomic writes, digests, the HTTP client and its one send function |
+//! | [`errors`] | `Result<_, String>`: how many, and none returned by a public function |
+//! | [`maps`] | every module map names each of its files and no other |
+//! | [`hygiene`] | no run output tracked; CI checks the work tree after the suite |
 
-use super::layers::{code, files, root};
+mod confined;
+mod errors;
+mod hygiene;
+pub(crate) mod lexer;
+mod maps;
+
+use super::layers::{files, root};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -23,13 +42,27 @@ struct Source {
 impl Source {
     /// The non-test text, comments left out.
     fn code(&self) -> String {
-        code(&self.lines.join("\n"))
+        lexer::strip_comments(&self.lines.join("\n"))
+    }
+}
+
+impl Source {
+    /// A made-up source, for a test that plants a violation.
+    fn planted(rel: &str, text: &str) -> Source {
+        Source {
+            rel: rel.to_string(),
+            lines: blank_test_modules(text),
+        }
     }
 }
 
 /// Every non-test `.rs` file of `src/`.
 fn sources() -> Vec<Source> {
-    let src = root().join("src");
+    sources_in(&root().join("src"))
+}
+
+/// Every non-test `.rs` file under `src`.
+fn sources_in(src: &Path) -> Vec<Source> {
     let mut all = Vec::new();
     files(&src, &mut all);
     all.sort();
@@ -37,8 +70,19 @@ fn sources() -> Vec<Source> {
     let mut texts = BTreeMap::new();
     for f in &all {
         let text = std::fs::read_to_string(f).unwrap();
-        test_files.extend(test_module_files(f, &text));
+        test_files.extend(test_module_files(f, &text, false));
         texts.insert(f.clone(), text);
+    }
+    // Every module a file of tests declares is test code too.
+    let mut todo: Vec<PathBuf> = test_files.iter().cloned().collect();
+    while let Some(f) = todo.pop() {
+        if let Some(text) = texts.get(&f) {
+            for m in test_module_files(&f, text, true) {
+                if test_files.insert(m.clone()) {
+                    todo.push(m);
+                }
+            }
+        }
     }
     texts
         .into_iter()
@@ -54,8 +98,9 @@ fn sources() -> Vec<Source> {
         .collect()
 }
 
-/// The files `f` declares as `#[cfg(test)] mod x;` (with or without `#[path = "…"]`).
-fn test_module_files(f: &Path, text: &str) -> Vec<PathBuf> {
+/// The files `f` declares as `#[cfg(test)] mod x;` (with or without `#[path = "…"]`); with
+/// `every`, each file it declares (`f` is itself test code).
+fn test_module_files(f: &Path, text: &str, every: bool) -> Vec<PathBuf> {
     let name = f.file_name().unwrap().to_string_lossy();
     let dir = if ["mod.rs", "lib.rs", "main.rs"].contains(&name.as_ref()) {
         f.parent().unwrap().to_path_buf()
@@ -65,14 +110,21 @@ fn test_module_files(f: &Path, text: &str) -> Vec<PathBuf> {
     let lines: Vec<&str> = text.lines().map(str::trim).collect();
     let mut out = Vec::new();
     for (i, l) in lines.iter().enumerate() {
-        if *l != "#[cfg(test)]" {
+        let start = if *l == "#[cfg(test)]" {
+            i + 1
+        } else if every && (l.starts_with("#[path = ") || l.starts_with("mod ")) {
+            i
+        } else {
             continue;
+        };
+        if every && i > 0 && lines[i - 1].starts_with("#[path = ") {
+            continue; // read with its #[path]
         }
         let mut path = None;
-        for next in &lines[i + 1..] {
+        for next in &lines[start..] {
             if let Some(p) = next
                 .strip_prefix("#[path = \"")
-                .and_then(|p| p.strip_suffix("\")]"))
+                .and_then(|p| p.strip_suffix("\"]"))
             {
                 path = Some(f.parent().unwrap().join(p));
             } else if next.starts_with("#[") {
@@ -149,9 +201,21 @@ fn names_crate(code: &str, name: &str) -> bool {
 /// Checks a rule over every source: `breaks` says why a file breaks it (or `None`). Files in
 /// `allowed` may break it, and must: a listed file that keeps the rule is a stale entry.
 fn check(rule: &str, allowed: &[&str], breaks: impl Fn(&Source) -> Option<String>) {
+    if let Err(e) = check_sources(rule, allowed, &sources(), breaks) {
+        panic!("{e}");
+    }
+}
+
+/// [`check`] over the given sources: the rule and one line per file that breaks it.
+fn check_sources(
+    rule: &str,
+    allowed: &[&str],
+    sources: &[Source],
+    breaks: impl Fn(&Source) -> Option<String>,
+) -> Result<(), String> {
     let mut broken = Vec::new();
     let mut excused = BTreeSet::new();
-    for s in sources() {
+    for s in sources {
         if let Some(why) = breaks(&s) {
             if allowed.contains(&s.rel.as_str()) {
                 excused.insert(s.rel.clone());
@@ -167,7 +231,19 @@ fn check(rule: &str, allowed: &[&str], breaks: impl Fn(&Source) -> Option<String
             ));
         }
     }
-    assert!(broken.is_empty(), "{rule}:\n{}", broken.join("\n"));
+    if broken.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("{rule}:\n{}", broken.join("\n")))
+    }
+}
+
+/// Asserts that `rule` fails on the planted sources and says `says`.
+fn fails_on(result: Result<(), String>, says: &str) {
+    match result {
+        Ok(()) => panic!("the rule let a planted violation through"),
+        Err(e) => assert!(e.contains(says), "expected {says:?} in:\n{e}"),
+    }
 }
 
 fn under(rel: &str, places: &[&str]) -> bool {
@@ -218,50 +294,96 @@ const CRATE_RULES: &[CrateRule] = &[
     },
     CrateRule {
         names: &["ureq"],
+        // The transport: every request to a registry goes through it.
         places: &["registry/"],
         exceptions: &[],
     },
 ];
 
+/// Why `s` breaks a crate rule, if it does.
+fn names_a_crate_outside(r: &CrateRule, s: &Source) -> Option<String> {
+    if under(&s.rel, r.places) {
+        return None;
+    }
+    let code = s.code();
+    let named: Vec<&str> = r
+        .names
+        .iter()
+        .copied()
+        .filter(|n| names_crate(&code, n))
+        .collect();
+    (!named.is_empty())
+        .then(|| format!("names {} outside {}", named.join(", "), r.places.join(", ")))
+}
+
+/// The words of `words` that `code` uses, not as the tail of a longer name.
+fn uses<'a>(code: &str, words: &[&'a str]) -> Vec<&'a str> {
+    words
+        .iter()
+        .copied()
+        .filter(|w| {
+            code.match_indices(w)
+                .any(|(i, _)| !code[..i].ends_with(|c: char| c.is_alphanumeric() || c == '_'))
+        })
+        .collect()
+}
+
 #[test]
 fn external_crates_stay_in_their_modules() {
     for r in CRATE_RULES {
         let rule = format!("{} only in {}", r.names[0], r.places.join(", "));
-        check(&rule, r.exceptions, |s| {
-            if under(&s.rel, r.places) {
-                return None;
-            }
-            let code = s.code();
-            let named: Vec<&str> = r
-                .names
-                .iter()
-                .copied()
-                .filter(|n| names_crate(&code, n))
-                .collect();
-            (!named.is_empty())
-                .then(|| format!("names {} outside {}", named.join(", "), r.places.join(", ")))
-        });
+        check(&rule, r.exceptions, |s| names_a_crate_outside(r, s));
     }
 }
 
 #[test]
+fn the_crate_rule_fails_on_a_planted_use() {
+    let ureq = CRATE_RULES.iter().find(|r| r.names == ["ureq"]).unwrap();
+    let planted = [
+        Source::planted("registry/send.rs", "use ureq::Agent;\n"),
+        Source::planted("mirror/run.rs", "fn f() { let a = ureq::Agent::new(); }\n"),
+    ];
+    fails_on(
+        check_sources("ureq", &[], &planted, |s| names_a_crate_outside(ureq, s)),
+        "src/mirror/run.rs: names ureq outside registry/",
+    );
+}
+
+const STDOUT_WRITERS: &[&str] = &["println!", "print!", "io::stdout"];
+
+fn writes_to_stdout(s: &Source) -> Option<String> {
+    if s.rel == "cli/output.rs" {
+        return None;
+    }
+    let found = uses(&s.code(), STDOUT_WRITERS);
+    (!found.is_empty()).then(|| format!("uses {}", found.join(", ")))
+}
+
+#[test]
 fn nothing_writes_to_stdout_outside_cli_output() {
-    const WRITERS: &[&str] = &["println!", "print!", "io::stdout"];
-    check("nothing writes to stdout outside cli::output", &[], |s| {
-        if s.rel == "cli/output.rs" {
-            return None;
-        }
-        let code = s.code();
-        let found: Vec<&str> = WRITERS
-            .iter()
-            .copied()
-            .filter(|w| {
-                code.match_indices(w)
-                    .any(|(i, _)| !code[..i].ends_with(|c: char| c.is_alphanumeric() || c == '_'))
-            })
-            .collect();
-        (!found.is_empty()).then(|| format!("uses {}", found.join(", ")))
-    });
+    check(
+        "nothing writes to stdout outside cli::output",
+        &[],
+        writes_to_stdout,
+    );
+}
+
+#[test]
+fn the_stdout_rule_fails_on_a_planted_println() {
+    let planted = [
+        Source::planted("cli/output.rs", "fn f() { println!(\"ok\"); }\n"),
+        Source::planted(
+            "store/list.rs",
+            "fn f() { println!(\"x\"); } // a comment\n",
+        ),
+        Source::planted(
+            "store/mod.rs",
+            "// println!(\"in a comment\")\nconst S: &str = \"//\";\n",
+        ),
+    ];
+    let result = check_sources("stdout", &[], &planted, writes_to_stdout);
+    fails_on(result.clone(), "src/store/list.rs: uses println!");
+    assert!(!result.unwrap_err().contains("store/mod.rs"));
 }
 
 #[test]
@@ -329,10 +451,18 @@ fn every_module_has_a_row_in_the_code_map() {
 /// brace.
 const MAX_FN_LINES: usize = 150;
 
-/// The functions of a source longer than [`MAX_FN_LINES`]: name, first line, length. A function
-/// ends at the first line that is its `fn` line's indentation and `}` (rustfmt's layout); one
-/// whose signature ends in `;` has no body.
+/// The functions of a source longer than [`MAX_FN_LINES`]: name, first line, length.
 fn long_functions(lines: &[String]) -> Vec<(String, usize, usize)> {
+    functions(lines)
+        .into_iter()
+        .filter(|(_, _, len)| *len > MAX_FN_LINES)
+        .collect()
+}
+
+/// The functions of a source with a body: name, first line (1-based), length in lines. A
+/// function ends at the first line that is its `fn` line's indentation and `}` (rustfmt's
+/// layout); one whose signature ends in `;` has no body; a one-line function is left out.
+fn functions(lines: &[String]) -> Vec<(String, usize, usize)> {
     let mut out = Vec::new();
     for (n, l) in lines.iter().enumerate() {
         let Some(name) = fn_name(l) else { continue };
@@ -353,10 +483,7 @@ fn long_functions(lines: &[String]) -> Vec<(String, usize, usize)> {
             }
         }
         if let Some(end) = end {
-            let len = end - n + 1;
-            if len > MAX_FN_LINES {
-                out.push((name, n + 1, len));
-            }
+            out.push((name, n + 1, end - n + 1));
         }
     }
     out
@@ -417,24 +544,44 @@ fn the_function_length_rule_counts_as_it_says() {
     assert!(long_functions(&decl).is_empty());
 }
 
+const DOCKER_HUB_NAMES: &[&str] = &["\"docker.io\"", "index.docker.io", "registry-1.docker.io"];
+
+fn spells_docker_hub(s: &Source) -> Option<String> {
+    if s.rel == "imageref.rs" {
+        return None;
+    }
+    let code = s.code();
+    let found: Vec<&str> = DOCKER_HUB_NAMES
+        .iter()
+        .copied()
+        .filter(|n| code.contains(n))
+        .collect();
+    (!found.is_empty()).then(|| {
+        format!(
+            "spells {} (use imageref::normalize_docker_hub and its constants)",
+            found.join(", ")
+        )
+    })
+}
+
 #[test]
 fn docker_hub_is_normalized_in_one_place() {
-    const NAMES: &[&str] = &["\"docker.io\"", "index.docker.io", "registry-1.docker.io"];
     check(
         "Docker Hub's names are written only in imageref.rs",
         &[],
-        |s| {
-            if s.rel == "imageref.rs" {
-                return None;
-            }
-            let code = s.code();
-            let found: Vec<&str> = NAMES.iter().copied().filter(|n| code.contains(n)).collect();
-            (!found.is_empty()).then(|| {
-                format!(
-                    "spells {} (use imageref::normalize_docker_hub and its constants)",
-                    found.join(", ")
-                )
-            })
-        },
+        spells_docker_hub,
+    );
+}
+
+#[test]
+fn the_docker_hub_rule_sees_a_url_past_its_slashes() {
+    // Cut at the first `//`, this line used to read `const HUB: &str = "https:`.
+    let planted = [Source::planted(
+        "image/auth.rs",
+        "const HUB: &str = \"https://registry-1.docker.io\";\n",
+    )];
+    fails_on(
+        check_sources("hub", &[], &planted, spells_docker_hub),
+        "src/image/auth.rs: spells registry-1.docker.io",
     );
 }
