@@ -64,7 +64,7 @@ fn sources() -> Vec<Source> {
 /// Every non-test `.rs` file under `src`.
 fn sources_in(src: &Path) -> Vec<Source> {
     let mut all = Vec::new();
-    files(&src, &mut all);
+    files(src, &mut all);
     all.sort();
     let mut test_files = BTreeSet::new();
     let mut texts = BTreeMap::new();
@@ -89,7 +89,7 @@ fn sources_in(src: &Path) -> Vec<Source> {
         .filter(|(f, _)| !test_files.contains(f))
         .map(|(f, text)| Source {
             rel: f
-                .strip_prefix(&src)
+                .strip_prefix(src)
                 .unwrap()
                 .to_string_lossy()
                 .replace('\\', "/"),
@@ -216,7 +216,7 @@ fn check_sources(
     let mut broken = Vec::new();
     let mut excused = BTreeSet::new();
     for s in sources {
-        if let Some(why) = breaks(&s) {
+        if let Some(why) = breaks(s) {
             if allowed.contains(&s.rel.as_str()) {
                 excused.insert(s.rel.clone());
             } else {
