@@ -29,6 +29,7 @@ mod default_provider;
 mod deploy;
 mod diff_cli;
 mod direct_answers;
+mod exit_codes;
 mod first_run;
 mod fuzz_regressions;
 mod graph_cli;
