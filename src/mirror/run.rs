@@ -156,8 +156,13 @@ impl Report {
 pub fn read_config(path: &Path) -> Result<ImageSetConfiguration, Error> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| Error::Usage(format!("{}: {e}", path.display())))?;
-    config::parse(&text)
-        .map_err(|e| Error::Usage(format!("{}: {}", path.display(), e.replace('\n', "; "))))
+    config::parse(&text).map_err(|e| {
+        Error::Usage(format!(
+            "{}: {}",
+            path.display(),
+            e.to_string().replace('\n', "; ")
+        ))
+    })
 }
 
 /// The three ways a mirror runs.
@@ -224,7 +229,7 @@ pub fn mirror(opts: &MirrorOptions, progress: &dyn Progress) -> Result<Report, E
     for op in &cfg.mirror.operators {
         if !op.target_catalog_source_template.is_empty() && !matches!(way, Way::ToDisk(_)) {
             resources::check_template(Path::new(&op.target_catalog_source_template))
-                .map_err(Error::Usage)?;
+                .map_err(|e| Error::Usage(e.to_string()))?;
         }
     }
     let transfer = transfer_options(opts, &way);
@@ -322,7 +327,7 @@ fn transfer_options(opts: &MirrorOptions, way: &Way) -> TransferOptions {
 
 /// Unpacks DIR's archives over it, when it has any (blobs already there are skipped).
 fn unpack(dir: &Path) -> Result<(), Error> {
-    let archives = disk::archives(dir).map_err(Error::Usage)?;
+    let archives = disk::archives(dir).map_err(|e| Error::Usage(e.to_string()))?;
     if !archives.is_empty() {
         super::archive::unpack(&archives, dir).map_err(Error::failed)?;
     }
@@ -359,7 +364,8 @@ fn rebuild_options(opts: &MirrorOptions) -> RebuildOptions {
 /// Signs a pushed catalog with the key, if one was given.
 fn sign(report: &mut Report, opts: &MirrorOptions, r: &Rebuilt) -> Result<(), Error> {
     if let Some(key) = &opts.sign_key {
-        let to = crate::image::reference::parse(&r.destination).map_err(Error::Usage)?;
+        let to = crate::image::reference::parse(&r.destination)
+            .map_err(|e| Error::Usage(e.to_string()))?;
         let limit = opts.image.max_manifest_size;
         let s = crate::image::signature::sign_pushed(&to, &r.digest, key, &opts.dest, limit)
             .map_err(|e| Error::failed(crate::image::one_line(&e)))?;
@@ -417,7 +423,8 @@ fn push_from_disk(
     for (i, name) in names.iter().enumerate() {
         let c = &report.plan.catalogs[i];
         progress.image_started(&c.destination);
-        let to = crate::image::reference::parse(&c.destination).map_err(Error::Usage)?;
+        let to = crate::image::reference::parse(&c.destination)
+            .map_err(|e| Error::Usage(e.to_string()))?;
         let from = ImageSource::Layout {
             dir: dir.to_path_buf(),
             tag: Some(name.clone()),
