@@ -1,6 +1,6 @@
 //! The error every application function returns ([`crate::ingest`], [`crate::load`],
 //! [`crate::serve`], …), so that the command line maps failures to exit codes in one place
-//! (`cli::fail`).
+//! (`cli::exit_code`).
 //!
 //! Catalog problems come all at once ([`Error::Invalid`]: every diagnostic, and the warnings
 //! found on the way); operational failures (I/O, SQLite, the network) come one at a time, the

@@ -46,18 +46,36 @@ pub struct Normalized {
     pub digest: Option<String>,
 }
 
+/// Why a pull spec is refused: upstream's text.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct InvalidReference(String);
+
+impl From<String> for InvalidReference {
+    fn from(why: String) -> Self {
+        InvalidReference(why)
+    }
+}
+
+impl From<&str> for InvalidReference {
+    fn from(why: &str) -> Self {
+        InvalidReference(why.to_string())
+    }
+}
+
 /// Checks a pull spec; the error is upstream's text (without the `invalid image pull spec`
 /// prefix, which the caller adds with the field name).
-pub fn check(spec: &str) -> Result<(), String> {
+pub fn check(spec: &str) -> Result<(), InvalidReference> {
     parse(spec).map(|_| ())
 }
 
 /// Checks a pull spec and splits it (see [`Normalized`]); errors as [`check`].
-pub fn parse(spec: &str) -> Result<Normalized, String> {
+pub fn parse(spec: &str) -> Result<Normalized, InvalidReference> {
     if spec.len() == 64 && spec.bytes().all(|c| matches!(c, b'a'..=b'f' | b'0'..=b'9')) {
         return Err(format!(
             "invalid repository name ({spec}), cannot specify 64-byte hexadecimal strings"
-        ));
+        )
+        .into());
     }
     let (domain, remainder) = split_domain(spec);
     let remote = remainder.split(':').next().unwrap_or("");
@@ -73,9 +91,7 @@ pub fn parse(spec: &str) -> Result<Normalized, String> {
         }
     })?;
     if name.len() > NAME_MAX {
-        return Err(format!(
-            "repository name must not be more than {NAME_MAX} characters"
-        ));
+        return Err(format!("repository name must not be more than {NAME_MAX} characters").into());
     }
     if let Some(d) = digest {
         // go-digest's `Digest.Validate`, in its words.
@@ -285,7 +301,7 @@ mod tests {
         ];
         for (spec, want) in cases {
             let got = check(spec).expect_err(spec);
-            assert!(got.contains(want), "{spec}: {got}");
+            assert!(got.to_string().contains(want), "{spec}: {got}");
         }
     }
 }

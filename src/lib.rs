@@ -56,7 +56,7 @@
 //! * [`serve`] (`opreg serve`: runtime, reloads, watch, poll) and [`probe`] (the health
 //!   probe client).
 //! * [`cli`]: parses arguments, calls one library function per command, prints through
-//!   `cli::output`, maps [`error::Error`] to exit codes in `cli::fail`.
+//!   `cli::output`, maps [`error::Error`] to exit codes in `cli::exit_code`.
 //! * [`demo`]: the embedded demo catalog served when no SOURCE is given.
 //!
 //! Errors: catalog problems are [`diag::Diagnostic`]s, all reported at once, because a user

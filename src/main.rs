@@ -11,6 +11,6 @@ fn main() {
         let _ = writeln!(std::io::stderr(), "error: internal error: {info}");
     }));
     let code = std::panic::catch_unwind(|| opreg::cli::run(std::env::args_os().collect()))
-        .unwrap_or(opreg::cli::EXIT_FAILURE);
+        .unwrap_or_else(|_| opreg::cli::exit_code(opreg::cli::Ended::Panicked));
     std::process::exit(code);
 }

@@ -14,14 +14,31 @@ use std::cmp::Ordering;
 /// Longest release upstream accepts (the ClusterServiceVersion CRD's limit).
 pub const MAX_LEN: usize = 20;
 
+/// An invalid release, in upstream's words.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ReleaseError(String);
+
+impl From<String> for ReleaseError {
+    fn from(words: String) -> Self {
+        ReleaseError(words)
+    }
+}
+
+impl From<&str> for ReleaseError {
+    fn from(words: &str) -> Self {
+        ReleaseError(words.to_string())
+    }
+}
+
 /// Checks a non-empty release; the error is upstream's `invalid release ...` text. Segment
 /// errors are joined with "; " where upstream joins them with a newline, to keep one
 /// diagnostic on one line.
-pub fn check(release: &str) -> Result<(), String> {
+pub fn check(release: &str) -> Result<(), ReleaseError> {
     if release.len() > MAX_LEN {
-        return Err(format!(
+        return Err(ReleaseError::from(format!(
             "invalid release {release:?}: exceeds maximum length of {MAX_LEN} characters"
-        ));
+        )));
     }
     let errs: Vec<String> = release
         .split('.')
@@ -31,32 +48,37 @@ pub fn check(release: &str) -> Result<(), String> {
     if errs.is_empty() {
         Ok(())
     } else {
-        Err(format!("invalid release {release:?}: {}", errs.join("; ")))
+        Err(ReleaseError::from(format!(
+            "invalid release {release:?}: {}",
+            errs.join("; ")
+        )))
     }
 }
 
 /// One prerelease identifier, with blang's messages.
-fn segment(s: &str) -> Result<(), String> {
+fn segment(s: &str) -> Result<(), ReleaseError> {
     if s.is_empty() {
         return Err("Prerelease is empty".into());
     }
     if s.bytes().all(|c| c.is_ascii_digit()) {
         if s.len() > 1 && s.starts_with('0') {
-            return Err(format!(
+            return Err(ReleaseError::from(format!(
                 "Numeric PreRelease version must not contain leading zeroes {s:?}"
-            ));
+            )));
         }
         if s.parse::<u64>().is_err() {
-            return Err(format!(
+            return Err(ReleaseError::from(format!(
                 "strconv.ParseUint: parsing {s:?}: value out of range"
-            ));
+            )));
         }
         return Ok(());
     }
     if s.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-') {
         Ok(())
     } else {
-        Err(format!("Invalid character(s) found in prerelease {s:?}"))
+        Err(ReleaseError::from(format!(
+            "Invalid character(s) found in prerelease {s:?}"
+        )))
     }
 }
 
@@ -102,17 +124,22 @@ mod tests {
         ] {
             assert_eq!(check(ok), Ok(()), "{ok}");
         }
-        let e = check("!!!").unwrap_err();
+        let e = check("!!!").unwrap_err().to_string();
         assert_eq!(
             e,
             r#"invalid release "!!!": segment 0: Invalid character(s) found in prerelease "!!!""#
         );
-        assert!(check("01").unwrap_err().contains("leading zeroes \"01\""));
+        assert!(check("01")
+            .unwrap_err()
+            .to_string()
+            .contains("leading zeroes \"01\""));
         assert!(check("a..b")
             .unwrap_err()
+            .to_string()
             .contains("segment 1: Prerelease is empty"));
         assert!(check(&"x".repeat(21))
             .unwrap_err()
+            .to_string()
             .contains("exceeds maximum length of 20 characters"));
     }
 

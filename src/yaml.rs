@@ -11,9 +11,20 @@
 /// tripping the guard on a document that would decode.
 pub const MAX_FLOW_DEPTH: usize = 1000;
 
+/// Text nested too deep in flow collections: the message names the line and column.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct FlowDepthError(String);
+
+impl From<String> for FlowDepthError {
+    fn from(place: String) -> Self {
+        FlowDepthError(place)
+    }
+}
+
 /// `Err` with a message naming the line and column where `text`'s flow nesting exceeds
 /// [`MAX_FLOW_DEPTH`]. Brackets inside quoted scalars and comments are not counted.
-pub fn check_flow_depth(text: &str) -> Result<(), String> {
+pub fn check_flow_depth(text: &str) -> Result<(), FlowDepthError> {
     let mut depth = 0usize;
     let (mut line, mut col) = (1usize, 0usize);
     let mut prev = '\n';
@@ -57,9 +68,9 @@ pub fn check_flow_depth(text: &str) -> Result<(), String> {
                 '[' | '{' => {
                     depth += 1;
                     if depth > MAX_FLOW_DEPTH {
-                        return Err(format!(
+                        return Err(FlowDepthError::from(format!(
                             "flow collections nested deeper than {MAX_FLOW_DEPTH} levels at line {line} column {col}"
-                        ));
+                        )));
                     }
                 }
                 ']' | '}' => depth = depth.saturating_sub(1),
@@ -78,7 +89,7 @@ mod tests {
     #[test]
     fn deep_flow_nesting_is_refused_and_ordinary_text_is_not() {
         let deep = format!("x: {}{}", "[".repeat(2000), "]".repeat(2000));
-        let e = check_flow_depth(&deep).unwrap_err();
+        let e = check_flow_depth(&deep).unwrap_err().to_string();
         assert!(e.contains("line 1 column 1004"), "{e}");
         let maps = format!("x: {}1{}", "{a: ".repeat(2000), "}".repeat(2000));
         assert!(check_flow_depth(&maps).is_err());

@@ -32,6 +32,7 @@ mod default_provider;
 mod deploy;
 mod diff_cli;
 mod direct_answers;
+mod exit_codes;
 mod files_on_disk;
 mod first_run;
 mod fuzz_regressions;

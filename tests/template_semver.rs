@@ -115,10 +115,10 @@ fn bundle(pkg: &str, name: &str, version: &str, csv: Option<&str>) -> Bundle {
 }
 
 fn render_with(doc: &str, bundles: &[Bundle]) -> Result<opreg::model::Catalog, String> {
-    let mut r = |img: &str| -> Result<Vec<Bundle>, String> {
+    let mut r = |img: &str| -> Result<Vec<Bundle>, template::Error> {
         Ok(bundles.iter().filter(|b| b.image == img).cloned().collect())
     };
-    template::render(Kind::Semver, doc, "t.yaml", &mut r)
+    template::render(Kind::Semver, doc, "t.yaml", &mut r).map_err(|e| e.to_string())
 }
 
 fn stable_template(names: &[&str]) -> String {
@@ -224,7 +224,7 @@ fn read(major: &str, minor: &str, pref: &str) -> Result<Template, String> {
         .replace("%MAJOR%", major)
         .replace("%MINOR%", minor)
         .replace("%PREF%", pref);
-    semver::parse(&serde_yaml_value(&doc))
+    semver::parse(&serde_yaml_value(&doc)).map_err(|e| e.to_string())
 }
 
 #[test]
@@ -238,7 +238,9 @@ fn read_file_upstream_table() {
         .replace("%MAJOR%", "true")
         .replace("%MINOR%", "true")
         .replace("defaultChannelTypePreference: %PREF%\n", "");
-    let err = semver::parse(&serde_yaml_value(&unknown)).unwrap_err();
+    let err = semver::parse(&serde_yaml_value(&unknown))
+        .unwrap_err()
+        .to_string();
     assert_eq!(err, r#"unknown field "invalid""#);
 
     let err = read("true", "false", "minor").unwrap_err();
@@ -266,7 +268,9 @@ fn read_file_defaults_follow_upstream() {
     assert!(t.generate_major && !t.generate_minor);
     assert_eq!(t.preference, Major);
     assert_eq!(t.bundles[&Stable], vec!["x".to_string()]);
-    let err = semver::parse(&serde_yaml_value("schema: olm.template.basic\n")).unwrap_err();
+    let err = semver::parse(&serde_yaml_value("schema: olm.template.basic\n"))
+        .unwrap_err()
+        .to_string();
     assert_eq!(
         err,
         r#"input file has unknown schema "olm.template.basic", should be "olm.semver""#

@@ -92,17 +92,23 @@ pub fn render_template(o: &TemplateOptions) -> Result<Catalog> {
 }
 
 /// The bundles one reference holds, as `opreg render REFERENCE` writes them.
-fn render_reference(r: &str, base: &Path, a: &TemplateOptions) -> Result<Vec<Bundle>, String> {
-    let named = |e: String| format!("bundle {}: {e}", go_quote(r));
+fn render_reference(
+    r: &str,
+    base: &Path,
+    a: &TemplateOptions,
+) -> Result<Vec<Bundle>, template::Error> {
+    let named = |e: String| template::Error::from(format!("bundle {}: {e}", go_quote(r)));
+    let named_error = |e: template::Error| named(e.to_string());
     if r.is_empty() {
         return Err("a bundle reference is empty".into());
     }
     let beside = base.join(r);
     if !r.is_empty() && beside.exists() {
-        return read_local(&[beside], &crate::image::Resolved::default()).map_err(named);
+        return read_local(&[beside], &crate::image::Resolved::default()).map_err(named_error);
     }
     if crate::image::is_local(Path::new(r)) {
-        return read_local(&[PathBuf::from(r)], &crate::image::Resolved::default()).map_err(named);
+        return read_local(&[PathBuf::from(r)], &crate::image::Resolved::default())
+            .map_err(named_error);
     }
     if let Some(dir) = &a.bundles_dir {
         let tag = tag_of(r).ok_or_else(|| {
@@ -115,7 +121,8 @@ fn render_reference(r: &str, base: &Path, a: &TemplateOptions) -> Result<Vec<Bun
                 path.display()
             )));
         }
-        let mut bundles = read_local(&[path], &crate::image::Resolved::default()).map_err(named)?;
+        let mut bundles =
+            read_local(&[path], &crate::image::Resolved::default()).map_err(named_error)?;
         bundles
             .iter_mut()
             .for_each(|b| crate::image::opm::finish_bundle_image(b, r));
@@ -131,18 +138,21 @@ fn render_reference(r: &str, base: &Path, a: &TemplateOptions) -> Result<Vec<Bun
             )));
         }
     }
-    read_local(&resolved.paths, &resolved).map_err(named)
+    read_local(&resolved.paths, &resolved).map_err(named_error)
 }
 
 /// Reads local paths (bundle directories, or what an image unpacked to) into bundles.
-fn read_local(paths: &[PathBuf], resolved: &crate::image::Resolved) -> Result<Vec<Bundle>, String> {
+fn read_local(
+    paths: &[PathBuf],
+    resolved: &crate::image::Resolved,
+) -> Result<Vec<Bundle>, template::Error> {
     let mut warnings = Vec::new();
     let (cat, mut errors) = crate::source::load_sources_with(paths, &mut warnings, &mut |b, _| {
         resolved.finish_bundle(b)
     });
     resolved.locate(&mut errors);
     if let Some(e) = errors.first() {
-        return Err(crate::text::one_line(e));
+        return Err(template::Error::from(crate::text::one_line(e)));
     }
     Ok(cat
         .packages

@@ -2,27 +2,10 @@
 //! with grpc_health_probe's flags and exit codes, so OLM's exec probes run unchanged.
 //!
 //! Exit codes: 0 SERVING, 1 bad arguments, 2 connection failure, 3 RPC failure or timeout,
-//! 4 the status was not SERVING.
+//! 4 the status was not SERVING (`cli::exit_code` maps each ending to its code).
 
+use super::Ended;
 use crate::probe::Outcome;
-
-// grpc_health_probe's exit codes.
-const EXIT_SERVING: i32 = 0;
-const EXIT_ARGS: i32 = 1;
-const EXIT_CONNECT: i32 = 2;
-const EXIT_RPC: i32 = 3;
-const EXIT_UNHEALTHY: i32 = 4;
-
-/// grpc_health_probe's exit code for an outcome.
-fn exit_code(o: &Outcome) -> i32 {
-    match o {
-        Outcome::Serving => EXIT_SERVING,
-        Outcome::BadAddress(_) => EXIT_ARGS,
-        Outcome::NoConnection(_) => EXIT_CONNECT,
-        Outcome::RpcFailed(_) => EXIT_RPC,
-        Outcome::Unhealthy(_) => EXIT_UNHEALTHY,
-    }
-}
 use std::time::Duration;
 
 // Help text: the doc comment of `Command::HealthProbe` in src/cli/mod.rs.
@@ -87,7 +70,7 @@ Exit codes: 0 SERVING, 1 bad arguments, 2 connection failure, 3 RPC failure, 4 n
 ";
 
 /// Parses grpc_health_probe's Go-style flags (`-addr=:50051`, `-addr :50051`, `--addr=...`).
-pub fn parse_go_flags(args: &[std::ffi::OsString]) -> Result<Args, String> {
+fn parse_go_flags(args: &[std::ffi::OsString]) -> Result<Args, String> {
     let mut a = Args {
         addr: ":50051".into(),
         service: String::new(),
@@ -214,21 +197,21 @@ fn go_flag_duration(name: &str, value: &str) -> Result<Duration, String> {
 }
 
 /// Entry point when invoked as `grpc_health_probe`.
-pub fn run_go_style(args: &[std::ffi::OsString]) -> i32 {
+pub fn run_go_style(args: &[std::ffi::OsString]) -> Ended {
     // As grpc_health_probe: `-h`/`-help` print the usage and exit 1 (its flag set reports
     // ErrHelp as a parse error); `-version` prints the version and exits 0.
     for arg in args.iter().map(|s| s.to_string_lossy()) {
         match arg.trim_start_matches('-') {
             "h" | "help" if arg.starts_with('-') => {
                 super::output::plain(GO_USAGE.trim_end());
-                return EXIT_ARGS;
+                return Ended::ProbeArgs;
             }
             "version" | "version=true" if arg.starts_with('-') => {
                 let _ = super::output::out(&format!(
                     "opreg {} (grpc_health_probe compatible)\n",
                     env!("CARGO_PKG_VERSION")
                 ));
-                return EXIT_SERVING;
+                return Ended::Done;
             }
             _ => {}
         }
@@ -237,7 +220,7 @@ pub fn run_go_style(args: &[std::ffi::OsString]) -> i32 {
         Ok(a) => run(a),
         Err(e) => {
             super::output::plain(&format!("error: {e}"));
-            EXIT_ARGS
+            Ended::ProbeArgs
         }
     }
 }
@@ -257,10 +240,10 @@ impl Args {
     }
 }
 
-pub fn run(a: Args) -> i32 {
+pub fn run(a: Args) -> Ended {
     let started = std::time::Instant::now();
     let outcome = crate::probe::run(&a.options());
-    let (code, msg) = (exit_code(&outcome), outcome.to_string());
+    let msg = outcome.to_string();
     if a.verbose {
         super::output::plain(&format!(
             "addr={} service={:?} time elapsed: {:?}",
@@ -269,12 +252,12 @@ pub fn run(a: Args) -> i32 {
             started.elapsed()
         ));
     }
-    if code == EXIT_SERVING {
+    if matches!(outcome, Outcome::Serving) {
         let _ = super::output::out(&format!("{msg}\n"));
     } else {
         super::output::plain(&msg);
     }
-    code
+    Ended::Probe(outcome)
 }
 
 #[cfg(test)]

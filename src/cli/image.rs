@@ -252,43 +252,20 @@ fn run_push(a: PushArgs) -> super::Ended {
         },
         None => None,
     };
+    let run = build::run::PushRun {
+        source: &a.source,
+        target: &a.target,
+        dest: a.image.dest(&a.dest),
+        chunk_size: a.image.chunk_size,
+        sign_key: key.as_ref(),
+    };
     let bar = super::progress::Drawer::copy(a.quiet, "pushing");
-    let done = build::push_layout(
-        &a.source,
-        &a.target,
-        &a.image.dest(&a.dest),
-        a.image.chunk_size,
-        &bar,
-    );
+    let done = build::run::push(&run, &bar, &mut |e| report_build(e, a.quiet));
     drop(bar);
     match done {
-        Ok((r, p)) => {
-            if !a.quiet {
-                pushed(&r, &p);
-            }
-            if let Some(k) = &key {
-                let args = a.image.dest(&a.dest);
-                match sign_pushed(&r, &p.digest, k, &args) {
-                    Ok(s) if !a.quiet => super::sign::signed(&r.given, &s),
-                    Ok(_) => {}
-                    Err(e) => return e.into(),
-                }
-            }
-            finish(&p.digest, a.digest_file.as_deref(), a.quiet)
-        }
+        Ok(digest) => finish(&digest, a.digest_file.as_deref(), a.quiet),
         Err(e) => super::Ended::Failed(e),
     }
-}
-
-/// Signs what was just pushed to `r`.
-fn sign_pushed(
-    r: &crate::image::reference::Reference,
-    digest: &str,
-    key: &crate::sign::keys::SigningKey,
-    args: &crate::image::ImageOptions,
-) -> Result<crate::image::signature::Signed, Error> {
-    crate::image::signature::sign_pushed(r, digest, key, &args.connection(), args.max_manifest_size)
-        .map_err(|e| Error::failed(crate::text::one_line(&e)))
 }
 
 fn pushed(r: &crate::image::reference::Reference, p: &crate::image::push::Pushed) {
@@ -333,7 +310,9 @@ fn run_build(a: BuildArgs) -> super::Ended {
         let platforms = a
             .platforms
             .iter()
-            .map(|p| crate::oci::manifest::parse_platform(p).map_err(Error::Usage))
+            .map(|p| {
+                crate::oci::manifest::parse_platform(p).map_err(|e| Error::Usage(e.to_string()))
+            })
             .collect::<Result<Vec<_>, _>>()?;
         let labels = a
             .labels

@@ -192,7 +192,7 @@ fn options(a: &Args) -> Result<MirrorOptions, Error> {
     })
 }
 
-fn parse_since(s: &str) -> Result<crate::mirror::history::Date, String> {
+fn parse_since(s: &str) -> Result<crate::mirror::history::Date, crate::mirror::MirrorError> {
     crate::mirror::history::Date::parse(s)
 }
 

@@ -3,7 +3,8 @@
 //! Exit codes are stable: 0 success, 1 an invalid catalog or a failure at run time, 2 a usage
 //! error (unknown flag, missing argument), 130 interrupted; `diff` adds 3 (a SOURCE could not be
 //! read). Each command's `run` returns an [`Ended`], and [`exit_code`] alone turns it into a
-//! code; `health-probe` speaks grpc_health_probe's codes (`health_probe::exit_code`).
+//! code (clap's own parse errors, `opm`'s and grpc_health_probe's dialects and a panic included);
+//! `tests/exit_codes.rs` checks that no other place decides one.
 //!
 //! | file | owns |
 //! |---|---|
@@ -294,6 +295,11 @@ pub enum Command {
 
 /// Runs the CLI on `argv`; returns the process exit code.
 pub fn run(argv: Vec<std::ffi::OsString>) -> i32 {
+    exit_code(ended(argv))
+}
+
+/// Runs the CLI on `argv`; how it ended.
+fn ended(argv: Vec<std::ffi::OsString>) -> Ended {
     let program = argv
         .first()
         .and_then(|a| std::path::Path::new(a).file_name())
@@ -310,14 +316,10 @@ pub fn run(argv: Vec<std::ffi::OsString>) -> i32 {
     if argv.get(1).is_some_and(|a| a == "health-probe") && argv[2..].iter().any(is_go_flag) {
         return health_probe::run_go_style(&argv[2..]);
     }
-    let cli = match Cli::try_parse_from(argv) {
-        Ok(c) => c,
-        Err(e) => {
-            let _ = e.print();
-            return if e.use_stderr() { EXIT_USAGE } else { EXIT_OK };
-        }
-    };
-    dispatch(cli)
+    match Cli::try_parse_from(argv) {
+        Ok(cli) => dispatch(cli),
+        Err(e) => Ended::Parse(e),
+    }
 }
 
 /// A Go-style long flag (`-addr=:1`, `-rpc-timeout`): one dash, then a word.
@@ -329,10 +331,10 @@ fn is_go_flag(arg: &std::ffi::OsString) -> bool {
         && a.as_bytes()[2].is_ascii_alphabetic()
 }
 
-pub fn dispatch(cli: Cli) -> i32 {
+pub fn dispatch(cli: Cli) -> Ended {
     let debug = matches!(&cli.command, Command::Serve(a) if a.debug);
     init_logging(cli.log_format, debug);
-    let ended = match cli.command {
+    match cli.command {
         Command::Ingest(a) => ingest::run(a),
         Command::Validate(a) => validate::run(a),
         Command::Render(a) => render::run(a),
@@ -347,13 +349,11 @@ pub fn dispatch(cli: Cli) -> i32 {
         Command::Diff(a) => diff::run(a),
         Command::Completions(a) => completions::run(a),
         Command::Man(a) => completions::run_man(a),
-        // grpc_health_probe's exit codes.
-        Command::HealthProbe(a) => return health_probe::run(a),
+        Command::HealthProbe(a) => health_probe::run(a),
         Command::Image(a) => image::run(a),
         Command::Generate(a) => generate::run(a),
         Command::Mirror(a) => mirror::run(a),
-    };
-    exit_code(ended)
+    }
 }
 
 pub fn init_logging(format: LogFormat, debug: bool) {
@@ -401,6 +401,16 @@ pub enum Ended {
     /// `diff`: OLD or NEW could not be read or is invalid, so the comparison did not run: 3
     /// (2 for a usage error, 130 when interrupted).
     Unreadable(crate::error::Error),
+    /// clap could not parse the arguments, or was asked for --help or --version: clap prints
+    /// it; 2 for a usage error, 0 for help and version.
+    Parse(clap::Error),
+    /// `health-probe`: the probe's outcome, printed already, as grpc_health_probe's code: 0
+    /// SERVING, 1 a bad address, 2 no connection, 3 the RPC failed, 4 not SERVING.
+    Probe(crate::probe::Outcome),
+    /// `health-probe` in grpc_health_probe's dialect: bad flags or `-help`, printed already: 1.
+    ProbeArgs,
+    /// A panic, reported by the panic hook already: 1.
+    Panicked,
 }
 
 impl From<crate::error::Error> for Ended {
@@ -413,14 +423,36 @@ impl From<crate::error::Error> for Ended {
 /// CI gate can tell "something is stranded" from "the comparison did not run".
 pub const EXIT_UNREADABLE: i32 = 3;
 
+// grpc_health_probe's exit codes.
+const EXIT_PROBE_ARGS: i32 = 1;
+const EXIT_PROBE_CONNECT: i32 = 2;
+const EXIT_PROBE_RPC: i32 = 3;
+const EXIT_PROBE_UNHEALTHY: i32 = 4;
+
 /// The exit code of a command that ended so, after reporting its error: the one place endings
-/// become exit codes. (`health-probe` speaks grpc_health_probe's codes:
-/// `health_probe::exit_code`.)
+/// become exit codes.
 pub fn exit_code(ended: Ended) -> i32 {
     use crate::error::Error;
+    use crate::probe::Outcome;
     match ended {
         Ended::Done => EXIT_OK,
-        Ended::Reported => EXIT_FAILURE,
+        Ended::Reported | Ended::Panicked => EXIT_FAILURE,
+        Ended::Parse(e) => {
+            let _ = e.print();
+            if e.use_stderr() {
+                EXIT_USAGE
+            } else {
+                EXIT_OK
+            }
+        }
+        Ended::Probe(o) => match o {
+            Outcome::Serving => EXIT_OK,
+            Outcome::BadAddress(_) => EXIT_PROBE_ARGS,
+            Outcome::NoConnection(_) => EXIT_PROBE_CONNECT,
+            Outcome::RpcFailed(_) => EXIT_PROBE_RPC,
+            Outcome::Unhealthy(_) => EXIT_PROBE_UNHEALTHY,
+        },
+        Ended::ProbeArgs => EXIT_PROBE_ARGS,
         Ended::Failed(e) | Ended::Unreadable(e) if matches!(e, Error::Usage(_)) => {
             report(&e);
             EXIT_USAGE
@@ -438,11 +470,6 @@ pub fn exit_code(ended: Ended) -> i32 {
             EXIT_UNREADABLE
         }
     }
-}
-
-/// Reports a failed command and gives its exit code ([`exit_code`] of [`Ended::Failed`]).
-pub fn fail(e: crate::error::Error) -> i32 {
-    exit_code(Ended::Failed(e))
 }
 
 /// Prints a failure: an invalid catalog's warnings and every error, then a count; anything

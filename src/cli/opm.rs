@@ -6,7 +6,7 @@ use crate::error::Error;
 use std::path::PathBuf;
 
 /// The `opm` entry point: `opm serve <dir> [--cache-dir] [--cache-only] [--cache-enforce-integrity] [-p] [-t]`.
-pub fn run_opm_compat(args: &[std::ffi::OsString]) -> i32 {
+pub fn run_opm_compat(args: &[std::ffi::OsString]) -> super::Ended {
     use std::ffi::OsString;
     #[derive(clap::Parser, Debug)]
     #[command(
@@ -42,12 +42,12 @@ pub fn run_opm_compat(args: &[std::ffi::OsString]) -> i32 {
             // As opm's `serve <source_path>`: exactly one argument, in cobra's words.
             let n = usize::from(args.source.is_some()) + extra.len();
             if n != 1 {
-                return super::fail(Error::Usage(format!("accepts 1 arg(s), received {n}")));
+                return Error::Usage(format!("accepts 1 arg(s), received {n}")).into();
             }
             // opm serves an empty catalog.
             args.allow_empty = true;
             super::init_logging(super::LogFormat::Text, args.debug);
-            super::exit_code(super::serve::run(*args))
+            super::serve::run(*args)
         }
         Ok(Opm {
             cmd: OpmCmd::Other(rest),
@@ -56,15 +56,8 @@ pub fn run_opm_compat(args: &[std::ffi::OsString]) -> i32 {
                 .first()
                 .map(|s| s.to_string_lossy().to_string())
                 .unwrap_or_default();
-            super::fail(Error::Usage(format!("`opm {name}` is not available: this image runs opreg, which implements only `opm serve`")))
+            Error::Usage(format!("`opm {name}` is not available: this image runs opreg, which implements only `opm serve`")).into()
         }
-        Err(e) => {
-            let _ = e.print();
-            if e.use_stderr() {
-                super::EXIT_USAGE
-            } else {
-                super::EXIT_OK
-            }
-        }
+        Err(e) => super::Ended::Parse(e),
     }
 }

@@ -53,7 +53,7 @@ pub enum Output {
 fn kind_and_file(
     first: Option<String>,
     file: Option<PathBuf>,
-) -> Result<(Option<Kind>, PathBuf), String> {
+) -> Result<(Option<Kind>, PathBuf), crate::error::Error> {
     let stdin = || PathBuf::from("-");
     match (first, file) {
         (None, _) => Ok((None, stdin())),
@@ -63,11 +63,11 @@ fn kind_and_file(
         }),
         (Some(kind), Some(file)) => match Kind::from_name(&kind) {
             Some(k) => Ok((Some(k), file)),
-            None => Err(format!(
+            None => Err(crate::error::Error::Usage(format!(
                 "invalid template type {}, must be one of: {}",
                 crate::text::go_quote(&kind),
                 Kind::ALL.map(Kind::name).join(", ")
-            )),
+            ))),
         },
     }
 }
@@ -75,7 +75,7 @@ fn kind_and_file(
 pub fn run(a: Args) -> super::Ended {
     let (kind, file) = match kind_and_file(a.first, a.file) {
         Ok(kf) => kf,
-        Err(e) => return super::Ended::Failed(crate::error::Error::Usage(e)),
+        Err(e) => return super::Ended::Failed(e),
     };
     let opts = crate::authoring::TemplateOptions {
         kind,
@@ -97,7 +97,7 @@ pub fn run(a: Args) -> super::Ended {
 }
 
 /// The channels as opm's Mermaid graph; its warnings first, as opm writes them.
-fn mermaid(drawn: Result<crate::draw::Drawing, String>) -> super::Ended {
+fn mermaid(drawn: Result<crate::draw::Drawing, crate::draw::DrawError>) -> super::Ended {
     let drawing = match drawn {
         Ok(d) => d,
         Err(e) => {

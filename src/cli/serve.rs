@@ -110,23 +110,22 @@ pub struct Args {
     pub image: super::ImageArgs,
 }
 
-fn parse_catalog_name(s: &str) -> Result<String, String> {
+fn parse_catalog_name(s: &str) -> Result<String, crate::error::Error> {
     let errs = crate::names::dns1123_subdomain_errors(s);
     if errs.is_empty() {
         Ok(s.to_string())
     } else {
-        Err(format!(
+        Err(crate::error::Error::Usage(format!(
             "{s:?} is not a DNS-1123 subdomain: {}",
             errs.join("; ")
-        ))
+        )))
     }
 }
 
 /// `--poll-interval`: Go's duration syntax (`30s`, `5m`, `1h30m`, `1.5s`, `500ms`, parsed as
 /// the health probe parses its flags), at least 100 ms and at most a day.
-pub fn parse_interval(s: &str) -> Result<Duration, String> {
+fn parse_interval(s: &str) -> Result<Duration, crate::duration::Invalid> {
     crate::duration::parse_within(s, Duration::from_millis(100), Duration::from_secs(86400))
-        .map_err(|e| e.to_string())
 }
 
 /// A number of seconds, at least 0 and at most a year (so `inf`, `nan` and `-1` are usage

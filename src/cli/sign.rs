@@ -78,32 +78,19 @@ impl RegistryFlags {
     }
 }
 
-/// The passphrase: `--passphrase-file`, else `COSIGN_PASSWORD` (empty is allowed, as cosign
-/// allows it), else asked on the terminal (twice when `confirm`).
+/// The passphrase ([`crate::sign::passphrase`]'s order), asked on the terminal when it comes
+/// to that (twice when `confirm`).
 pub fn passphrase(file: Option<&Path>, confirm: bool) -> Result<Vec<u8>, Error> {
-    if let Some(f) = file {
-        let text = std::fs::read(f)
-            .map_err(|e| Error::failed(format!("--passphrase-file {}: {e}", f.display())))?;
-        let line = text.split(|b| *b == b'\n').next().unwrap_or_default();
-        return Ok(line.strip_suffix(b"\r").unwrap_or(line).to_vec());
-    }
-    if let Some(p) = std::env::var_os("COSIGN_PASSWORD") {
-        return Ok(p.into_encoded_bytes());
-    }
-    if !std::io::stdin().is_terminal() {
-        return Err(Error::Usage(
-            "no passphrase: set COSIGN_PASSWORD, pass --passphrase-file, or run on a terminal to be asked".into(),
-        ));
-    }
-    let ask = |prompt: &str| {
-        rpassword::prompt_password(prompt)
-            .map_err(|e| Error::failed(format!("cannot read the passphrase: {e}")))
+    use crate::sign::passphrase::PassphraseError;
+    let mut terminal = |prompt: &str| {
+        std::io::stdin()
+            .is_terminal()
+            .then(|| rpassword::prompt_password(prompt))
     };
-    let first = ask("Enter password for private key: ")?;
-    if confirm && ask("Enter password for private key again: ")? != first {
-        return Err(Error::failed("the passphrases do not match"));
-    }
-    Ok(first.into_bytes())
+    crate::sign::passphrase::passphrase(file, confirm, &mut terminal).map_err(|e| match e {
+        PassphraseError::Nowhere => Error::Usage(e.to_string()),
+        e => Error::failed(e),
+    })
 }
 
 /// Reads and decrypts `--sign-key` (before anything is pushed, so a wrong passphrase pushes
@@ -131,7 +118,8 @@ pub fn run_generate(a: GenerateArgs) -> super::Ended {
 
 pub fn run_sign(a: SignArgs) -> super::Ended {
     let done = (|| {
-        let r = signature::registry_reference(&a.reference).map_err(Error::Usage)?;
+        let r =
+            signature::registry_reference(&a.reference).map_err(|e| Error::Usage(e.to_string()))?;
         let key = signing_key(&a.key, a.passphrase_file.as_deref())?;
         let args = a.image.args();
         signature::sign(&r, &key, &args.connection(), args.max_manifest_size).map_err(|e| {
@@ -168,7 +156,8 @@ pub fn signed(reference: &str, s: &signature::Signed) {
 
 pub fn run_verify(a: VerifyArgs) -> super::Ended {
     let done = (|| {
-        let r = signature::registry_reference(&a.reference).map_err(Error::Usage)?;
+        let r =
+            signature::registry_reference(&a.reference).map_err(|e| Error::Usage(e.to_string()))?;
         let key = keys::read_public_key_file(&a.key).map_err(Error::failed)?;
         let args = a.image.args();
         signature::verify(&r, &[key], &args.connection(), args.max_manifest_size)

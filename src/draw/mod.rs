@@ -29,6 +29,18 @@ use crate::graph::{self, EdgeKind, Head, Versions};
 use crate::model::{Catalog, Package};
 use std::collections::BTreeMap;
 
+/// Why a graph cannot be drawn (no such package or channel, a version that does not parse, no
+/// path to draw): one line.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct DrawError(String);
+
+impl From<String> for DrawError {
+    fn from(why: String) -> Self {
+        DrawError(why)
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
     Mermaid,
@@ -100,14 +112,14 @@ pub fn draw(
     package: &str,
     format: Format,
     opts: &Options,
-) -> Result<Drawing, String> {
+) -> Result<Drawing, DrawError> {
     let (channel, from) = (opts.channel, opts.from);
     let mut notes = Vec::new();
     let since = opts
         .since
         .map(|v| {
             crate::version::blang::parse_tolerant(v)
-                .map_err(|e| format!("--since {v:?} is not a version: {e}"))
+                .map_err(|e| DrawError::from(format!("--since {v:?} is not a version: {e}")))
         })
         .transpose()?;
     let pkg = cat.packages.get(package).ok_or_else(|| {
@@ -120,10 +132,10 @@ pub fn draw(
     if let Some(c) = channel {
         if !pkg.channels.contains_key(c) {
             let near = crate::text::nearest(c, pkg.channels.keys().map(String::as_str), 3);
-            return Err(format!(
+            return Err(DrawError::from(format!(
                 "package {package:?} has no channel {c:?}{}",
                 crate::text::did_you_mean(&near)
-            ));
+            )));
         }
     }
     if let (Some(s), Some(v)) = (&since, opts.since) {
@@ -134,12 +146,12 @@ pub fn draw(
             .filter_map(|n| versions.get(n))
             .max_by(|a, b| a.cmp_precedence(b));
         if newest.is_none_or(|n| n.cmp_precedence(s).is_lt()) {
-            return Err(format!(
+            return Err(DrawError::from(format!(
                 "--since {v}: no bundle of package {package:?} is that new{}",
                 newest
                     .map(|n| format!(" (the newest is {n})"))
                     .unwrap_or_default()
-            ));
+            )));
         }
     }
     let paths = match from {
@@ -166,7 +178,7 @@ pub fn draw(
 
 /// Every channel of `cat` as the Mermaid graph `opm alpha render-template -o mermaid` writes,
 /// byte for byte (see `opm.rs`). `Err` when a bundle's version cannot be read, as opm's.
-pub fn opm_channels(cat: &Catalog) -> Result<Drawing, String> {
+pub fn opm_channels(cat: &Catalog) -> Result<Drawing, DrawError> {
     let mut notes = Vec::new();
     let g = opm::layout(cat, &mut notes)?;
     Ok(Drawing {
@@ -198,7 +210,7 @@ fn resolve_paths(
     channel: Option<&str>,
     from: &str,
     notes: &mut Vec<Note>,
-) -> Result<(Option<Resolution>, Option<Resolution>), String> {
+) -> Result<(Option<Resolution>, Option<Resolution>), DrawError> {
     let channels: Vec<String> = channel.map(|c| vec![c.to_string()]).unwrap_or_default();
     let run = |semantics: resolve::Semantics| {
         let req = resolve::Request {
@@ -217,11 +229,11 @@ fn resolve_paths(
         run(resolve::Semantics::V1),
     );
     match (classic, v1) {
-        (Err(c), Err(v)) => Err(if c.to_string() == v.to_string() {
+        (Err(c), Err(v)) => Err(DrawError::from(if c.to_string() == v.to_string() {
             c.to_string()
         } else {
             format!("classic: {c}; v1: {v}")
-        }),
+        })),
         (c, v) => {
             if let Err(e) = &c {
                 notes.push(Note::Warning(format!("no classic path from {from:?}: {e}")));

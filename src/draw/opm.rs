@@ -14,7 +14,7 @@
 //! entries from the newest version down (ties as listed); a bundle's version is that of the
 //! first bundle of that name, by package name, and a name that is no bundle is version 0.0.0.
 
-use super::Note;
+use super::{DrawError, Note};
 use crate::model::{prop, schema, Catalog, ChannelEntry};
 use crate::text::go_quote;
 use crate::version::blang;
@@ -71,18 +71,18 @@ pub(super) const CLASSES: [(&str, &str); 3] = [
 
 /// The version of every bundle of the catalog, by name, as opm reads it: exactly one
 /// `olm.package` property, whose version is strict semver.
-fn bundle_versions(cat: &Catalog) -> Result<HashMap<&str, Version>, String> {
+fn bundle_versions(cat: &Catalog) -> Result<HashMap<&str, Version>, DrawError> {
     let mut out = HashMap::new();
     for b in cat.packages.values().flat_map(|p| p.bundles.values()) {
         if out.contains_key(b.name.as_str()) {
             continue;
         }
         if b.properties_of(prop::PACKAGE).count() != 1 {
-            return Err(format!(
+            return Err(DrawError::from(format!(
                 "bundle {} has multiple {} properties, expected exactly 1",
                 go_quote(&b.name),
                 go_quote(prop::PACKAGE)
-            ));
+            )));
         }
         let raw = b.version();
         let v = blang::parse_version(&raw).map_err(|e| {
@@ -98,7 +98,7 @@ fn bundle_versions(cat: &Catalog) -> Result<HashMap<&str, Version>, String> {
 }
 
 /// Lays the catalog out as opm does; an unreadable skipRange is left out with a warning.
-pub(super) fn layout(cat: &Catalog, notes: &mut Vec<Note>) -> Result<OpmGraph, String> {
+pub(super) fn layout(cat: &Catalog, notes: &mut Vec<Note>) -> Result<OpmGraph, DrawError> {
     let versions = bundle_versions(cat)?;
     let zero = Version::new(0, 0, 0);
     let version = |name: &str| versions.get(name).unwrap_or(&zero);

@@ -210,13 +210,16 @@ fn a_bundle_without_one_strict_version_is_opms_error() {
     );
     let b = p.bundles.get_mut("p.v1.0.0").unwrap();
     b.properties[0].value = r#"{"packageName":"p","version":"v1.0.0"}"#.into();
-    let err = opm_channels(&catalog(vec![p.clone()])).err().unwrap();
+    let err = opm_channels(&catalog(vec![p.clone()]))
+        .err()
+        .unwrap()
+        .to_string();
     assert!(
         err.starts_with(r#"bundle "p.v1.0.0" has invalid version "v1.0.0": "#),
         "{err}"
     );
     p.bundles.get_mut("p.v1.0.0").unwrap().properties.clear();
-    let err = opm_channels(&catalog(vec![p])).err().unwrap();
+    let err = opm_channels(&catalog(vec![p])).err().unwrap().to_string();
     assert_eq!(
         err,
         r#"bundle "p.v1.0.0" has multiple "olm.package" properties, expected exactly 1"#

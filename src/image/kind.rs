@@ -46,8 +46,25 @@ impl ImageKind {
     }
 }
 
+/// Why an image's labels say no kind opreg reads.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct KindError(String);
+
+impl From<String> for KindError {
+    fn from(why: String) -> Self {
+        KindError(why)
+    }
+}
+
+impl From<&str> for KindError {
+    fn from(why: &str) -> Self {
+        KindError(why.to_string())
+    }
+}
+
 /// The kind of an image from its config labels.
-pub fn classify(labels: &BTreeMap<String, String>) -> Result<ImageKind, String> {
+pub fn classify(labels: &BTreeMap<String, String>) -> Result<ImageKind, KindError> {
     let get = |k: &str| labels.get(k).map(|v| v.trim()).filter(|v| !v.is_empty());
     if let Some(c) = get(CONFIGS_LABEL) {
         return Ok(ImageKind::Catalog {
@@ -58,12 +75,14 @@ pub fn classify(labels: &BTreeMap<String, String>) -> Result<ImageKind, String> 
         // opm takes the package label alone for a bundle image and never reads the media type
         // label; registry+v1 is the only format, so a missing one means it.
         if let Some(other) = get(MEDIATYPE_LABEL).filter(|m| *m != "registry+v1") {
-            return Err(format!(
+            return Err(KindError::from(format!(
                 "bundle media type {other:?} is not supported (only registry+v1)"
-            ));
+            )));
         }
         if get(PACKAGE_LABEL).is_none() {
-            return Err(format!("bundle image without the {PACKAGE_LABEL} label"));
+            return Err(KindError::from(format!(
+                "bundle image without the {PACKAGE_LABEL} label"
+            )));
         }
         return Ok(ImageKind::Bundle {
             manifests: get(MANIFESTS_LABEL).unwrap_or("manifests/").to_string(),
@@ -129,9 +148,13 @@ mod tests {
                 metadata: "metadata/".into()
             }
         );
-        let e = classify(&labels(&[(MEDIATYPE_LABEL, "registry+v1")])).unwrap_err();
+        let e = classify(&labels(&[(MEDIATYPE_LABEL, "registry+v1")]))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains(PACKAGE_LABEL), "{e}");
-        let e = classify(&labels(&[("maintainer", "me")])).unwrap_err();
+        let e = classify(&labels(&[("maintainer", "me")]))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("not a catalog, index or bundle image"));
     }
 }

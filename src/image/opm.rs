@@ -156,25 +156,32 @@ enum TemplatePart {
     Version,
 }
 
+/// An `--alpha-image-ref-template` that does not parse: the message quotes it and says why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ImageRefTemplateError(String);
+
 impl std::str::FromStr for ImageRefTemplate {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = ImageRefTemplateError;
+    fn from_str(s: &str) -> Result<Self, ImageRefTemplateError> {
         let mut parts = Vec::new();
         let mut rest = s;
         while let Some(open) = rest.find("{{") {
             parts.push(TemplatePart::Text(rest[..open].to_string()));
             let after = &rest[open + 2..];
             let close = after.find("}}").ok_or_else(|| {
-                format!("invalid image reference template {s:?}: unclosed action")
+                ImageRefTemplateError(format!(
+                    "invalid image reference template {s:?}: unclosed action"
+                ))
             })?;
             parts.push(match after[..close].trim() {
                 ".Package" => TemplatePart::Package,
                 ".Name" => TemplatePart::Name,
                 ".Version" => TemplatePart::Version,
                 other => {
-                    return Err(format!(
+                    return Err(ImageRefTemplateError(format!(
                         "invalid image reference template {s:?}: {{{{{other}}}}} is not one of {{{{.Package}}}}, {{{{.Name}}}}, {{{{.Version}}}}"
-                    ))
+                    )))
                 }
             });
             rest = &after[close + 2..];

@@ -54,10 +54,28 @@ impl Reference {
     }
 }
 
+/// An image reference that does not parse: the message quotes it and says why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ReferenceError(String);
+
+impl From<String> for ReferenceError {
+    fn from(why: String) -> Self {
+        ReferenceError(why)
+    }
+}
+
+impl From<&str> for ReferenceError {
+    fn from(why: &str) -> Self {
+        ReferenceError(why.to_string())
+    }
+}
+
 /// Parses `oci:DIR[:TAG]`, or a registry reference.
-pub fn parse_source(s: &str) -> Result<ImageSource, String> {
+pub fn parse_source(s: &str) -> Result<ImageSource, ReferenceError> {
     match s.strip_prefix("oci:") {
-        Some(rest) => parse_layout(rest).map_err(|why| format!("invalid reference {s:?}: {why}")),
+        Some(rest) => parse_layout(rest)
+            .map_err(|why| ReferenceError::from(format!("invalid reference {s:?}: {why}"))),
         None => parse(s).map(ImageSource::Registry),
     }
 }
@@ -67,7 +85,7 @@ pub fn parse_source(s: &str) -> Result<ImageSource, String> {
 /// `org.opencontainers.image.ref.name` of [`valid_layout_name`]'s grammar. Where upstream reads
 /// `DIR:` as no name and `DIR:@N` as the N-th entry of `index.json`, opreg refuses both: an
 /// empty name is most likely a tag variable left empty, and images are picked by name only.
-fn parse_layout(rest: &str) -> Result<ImageSource, String> {
+fn parse_layout(rest: &str) -> Result<ImageSource, ReferenceError> {
     let (dir, name) = match rest.split_once(':') {
         Some((dir, name)) => (dir, Some(name)),
         None => (rest, None),
@@ -77,12 +95,12 @@ fn parse_layout(rest: &str) -> Result<ImageSource, String> {
     }
     match name {
         Some("") => Err("nothing after the colon: name a tag, or leave out the colon".into()),
-        Some(n) if n.starts_with('@') => Err(format!(
+        Some(n) if n.starts_with('@') => Err(ReferenceError::from(format!(
             "{n:?}: opreg picks an image of a layout by its tag, not by its index"
-        )),
-        Some(n) if !valid_layout_name(n) => Err(format!(
+        ))),
+        Some(n) if !valid_layout_name(n) => Err(ReferenceError::from(format!(
             "invalid tag {n:?}: letters, digits and the separators - . _ : @ + between them, in components joined by /"
-        )),
+        ))),
         _ => Ok(ImageSource::Layout {
             dir: dir.into(),
             tag: name.map(str::to_string),
@@ -122,14 +140,18 @@ pub fn valid_layout_name(name: &str) -> bool {
 /// Parses a registry reference, applying the docker defaults. The grammar and the
 /// normalization are [`crate::imageref::parse`]'s (the same check validation applies to pull
 /// specs); this only adds the default tag.
-pub fn parse(s: &str) -> Result<Reference, String> {
-    let bad = |why: &str| Err(format!("invalid image reference {s:?}: {why}"));
+pub fn parse(s: &str) -> Result<Reference, ReferenceError> {
+    let bad = |why: &str| {
+        Err(ReferenceError::from(format!(
+            "invalid image reference {s:?}: {why}"
+        )))
+    };
     if s.is_empty() {
         return bad("empty");
     }
     let n = match crate::imageref::parse(s) {
         Ok(n) => n,
-        Err(e) => return bad(&e),
+        Err(e) => return bad(&e.to_string()),
     };
     Ok(Reference {
         given: s.to_string(),
@@ -229,7 +251,7 @@ mod tests {
         );
     }
 
-    fn layout(s: &str) -> Result<(String, Option<String>), String> {
+    fn layout(s: &str) -> Result<(String, Option<String>), ReferenceError> {
         match parse_source(s)? {
             ImageSource::Layout { dir, tag } => Ok((dir.to_string_lossy().to_string(), tag)),
             ImageSource::Registry(r) => panic!("{s}: read as the registry reference {r}"),
@@ -289,7 +311,7 @@ mod tests {
             "oci::v1".into(),
             "oci:".into(),
         ] {
-            let e = layout(&bad).unwrap_err();
+            let e = layout(&bad).unwrap_err().to_string();
             assert!(e.contains(&format!("{bad:?}")), "{bad}: {e}");
         }
         // A directory with a colon cannot be named: the first colon ends it.

@@ -95,7 +95,8 @@ impl Check {
         let limit = self.max_manifest;
         self.policy
             .check(&subject, digest, &mut || match &self.named {
-                Some(_) => read_signatures(src, digest, limit).map_err(|e| format!("{e:#}")),
+                Some(_) => read_signatures(src, digest, limit)
+                    .map_err(|e| crate::sign::Error::from(format!("{e:#}"))),
                 None => Ok(Signatures::Found(Vec::new())),
             })
             .map_err(|why| anyhow!("refused by the signature policy: {why}"))
@@ -283,14 +284,19 @@ pub fn verify(
 
 /// A registry reference for signing or verifying (not an OCI layout); the error is a usage
 /// line.
-pub fn registry_reference(s: &str) -> std::result::Result<Reference, String> {
-    match super::reference::parse_source(s)? {
+pub fn registry_reference(s: &str) -> std::result::Result<Reference, NotARegistry> {
+    match super::reference::parse_source(s).map_err(|e| NotARegistry(e.to_string()))? {
         ImageSource::Registry(r) => Ok(r),
-        ImageSource::Layout { .. } => Err(format!(
+        ImageSource::Layout { .. } => Err(NotARegistry(format!(
             "{s}: signatures live in registries; name the image as registry/repository[:tag|@digest]"
-        )),
+        ))),
     }
 }
+
+/// A reference that names no registry image to sign or verify: a usage line.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct NotARegistry(String);
 
 /// Signs the digest that was just pushed to `r` (after `image push` or `image build --push`).
 pub fn sign_pushed(

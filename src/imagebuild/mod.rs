@@ -44,7 +44,7 @@ pub enum Target {
 impl Target {
     /// Parses `oci:DIR[:TAG]` or a registry reference.
     pub fn parse(s: &str) -> Result<Target, Error> {
-        match reference::parse_source(s).map_err(Error::Usage)? {
+        match reference::parse_source(s).map_err(|e| Error::Usage(e.to_string()))? {
             ImageSource::Layout { dir, tag } => Ok(Target::Layout { dir, tag }),
             ImageSource::Registry(r) if r.digest.is_some() => Err(Error::Usage(format!(
                 "{s}: a target names a tag, not a digest"

@@ -1,7 +1,8 @@
 //! `opreg image build` from start to end: build the image, write it to every `oci:` target,
 //! push it to every registry target (with `push`; otherwise say what would be pushed), sign
 //! what was pushed, and write the digest file only when the image went somewhere. Each step is
-//! reported through [`Event`]s as it happens, so the caller prints them in order.
+//! reported through [`Event`]s as it happens, so the caller prints them in order. [`push`] is
+//! `opreg image push`'s: an OCI layout pushed to a registry, then signed, reported the same way.
 
 use super::{BuildOptions, Target};
 use crate::error::Error;
@@ -92,13 +93,7 @@ pub fn run(
         if let Some(key) = o.sign_key {
             for (to, pushed) in &all {
                 let limit = o.build.image.max_manifest_size;
-                let signed =
-                    crate::image::signature::sign_pushed(to, &pushed.digest, key, &o.dest, limit)
-                        .map_err(|e| Error::failed(crate::text::one_line(&e)))?;
-                report(Event::Signed {
-                    to,
-                    signed: &signed,
-                });
+                sign(to, &pushed.digest, key, &o.dest, limit, report)?;
             }
         }
     } else {
@@ -125,4 +120,61 @@ pub fn run(
         }
     }
     Ok(digest)
+}
+
+/// Signs what was pushed to `to` (its digest `digest`) and reports it.
+fn sign(
+    to: &Reference,
+    digest: &str,
+    key: &SigningKey,
+    dest: &Connection,
+    max_manifest_size: u64,
+    report: &mut dyn FnMut(Event<'_>),
+) -> Result<(), Error> {
+    let signed = crate::image::signature::sign_pushed(to, digest, key, dest, max_manifest_size)
+        .map_err(|e| Error::failed(crate::text::one_line(&e)))?;
+    report(Event::Signed {
+        to,
+        signed: &signed,
+    });
+    Ok(())
+}
+
+/// What `opreg image push` pushes, where, and with which key it signs.
+pub struct PushRun<'a> {
+    /// The OCI layout pushed: `oci:DIR[:TAG]`.
+    pub source: &'a str,
+    /// The registry reference pushed to.
+    pub target: &'a str,
+    /// How to reach the registry pushed to.
+    pub dest: crate::image::ImageOptions,
+    pub chunk_size: u64,
+    /// Sign the pushed image with this key.
+    pub sign_key: Option<&'a SigningKey>,
+}
+
+/// Pushes an OCI layout to a registry, then signs it: reported as [`Event::Pushed`] and
+/// [`Event::Signed`]; returns the pushed image's digest.
+pub fn push(
+    o: &PushRun<'_>,
+    progress: &dyn crate::progress::Progress,
+    report: &mut dyn FnMut(Event<'_>),
+) -> Result<String, Error> {
+    let (to, pushed) = super::push_layout(o.source, o.target, &o.dest, o.chunk_size, progress)?;
+    report(Event::Pushed {
+        to: &to,
+        pushed: &pushed,
+    });
+    if let Some(key) = o.sign_key {
+        let dest = o.dest.connection();
+        sign(
+            &to,
+            &pushed.digest,
+            key,
+            &dest,
+            o.dest.max_manifest_size,
+            report,
+        )?;
+    }
+    Ok(pushed.digest)
 }

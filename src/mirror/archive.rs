@@ -11,6 +11,7 @@
 //! temporary files and renamed into place only after every archive unpacked, so a layout
 //! never names blobs that are not there.
 
+use super::MirrorError;
 use crate::digest::{Algorithm, Hasher};
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -50,7 +51,7 @@ pub fn pack(
     files: &[PathBuf],
     out_dir: &Path,
     max_bytes: u64,
-) -> Result<Vec<PathBuf>, String> {
+) -> Result<Vec<PathBuf>, MirrorError> {
     let mut sized = Vec::with_capacity(files.len());
     for f in files {
         let rel = plain(f).ok_or_else(|| {
@@ -60,16 +61,20 @@ pub fn pack(
             )
         })?;
         let full = dir.join(&rel);
-        let meta =
-            std::fs::symlink_metadata(&full).map_err(|e| format!("{}: {e}", full.display()))?;
+        let meta = std::fs::symlink_metadata(&full)
+            .map_err(|e| MirrorError::from(format!("{}: {e}", full.display())))?;
         if !meta.is_file() {
-            return Err(format!("{}: not a regular file", full.display()));
+            return Err(MirrorError::from(format!(
+                "{}: not a regular file",
+                full.display()
+            )));
         }
         sized.push((rel, meta.len()));
     }
     sized.sort();
     sized.dedup_by(|a, b| a.0 == b.0);
-    std::fs::create_dir_all(out_dir).map_err(|e| format!("{}: {e}", out_dir.display()))?;
+    std::fs::create_dir_all(out_dir)
+        .map_err(|e| MirrorError::from(format!("{}: {e}", out_dir.display())))?;
     let mut written = Vec::new();
     for (i, group) in split(&sized, max_bytes).iter().enumerate() {
         let path = out_dir.join(archive_name(i + 1));
@@ -110,7 +115,7 @@ fn split(files: &[(PathBuf, u64)], max_bytes: u64) -> Vec<&[(PathBuf, u64)]> {
     groups
 }
 
-fn write_archive(dir: &Path, group: &[(PathBuf, u64)], path: &Path) -> Result<(), String> {
+fn write_archive(dir: &Path, group: &[(PathBuf, u64)], path: &Path) -> Result<(), MirrorError> {
     use crate::atomic::{Mode, Options};
     let at = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
     let tmp = crate::atomic::File::create(path, &Options::mode(Mode::Exact(0o644)))
@@ -118,7 +123,8 @@ fn write_archive(dir: &Path, group: &[(PathBuf, u64)], path: &Path) -> Result<()
     let mut tar = tar::Builder::new(BufWriter::new(tmp));
     for (rel, len) in group {
         let full = dir.join(rel);
-        let file = File::open(&full).map_err(|e| format!("{}: {e}", full.display()))?;
+        let file =
+            File::open(&full).map_err(|e| MirrorError::from(format!("{}: {e}", full.display())))?;
         let mut header = tar::Header::new_gnu();
         header.set_entry_type(tar::EntryType::Regular);
         header.set_size(*len);
@@ -131,13 +137,13 @@ fn write_archive(dir: &Path, group: &[(PathBuf, u64)], path: &Path) -> Result<()
             left: *len,
         };
         tar.append_data(&mut header, rel, exact)
-            .map_err(|e| format!("{}: {e}", full.display()))?;
+            .map_err(|e| MirrorError::from(format!("{}: {e}", full.display())))?;
     }
     let tmp = tar
         .into_inner()
         .and_then(|w| w.into_inner().map_err(|e| e.into_error()))
         .map_err(|e| at(&e))?;
-    tmp.commit().map_err(|e| at(&e))
+    Ok(tmp.commit().map_err(|e| at(&e))?)
 }
 
 /// A reader of exactly `left` more bytes: a file that shrank while packing is an error, not a
@@ -162,8 +168,9 @@ impl<R: Read> Read for Exact<R> {
 }
 
 /// Removes `mirror_NNNNNN.tar` files numbered past `kept`.
-fn remove_stale(out_dir: &Path, kept: usize) -> Result<(), String> {
-    let listing = std::fs::read_dir(out_dir).map_err(|e| format!("{}: {e}", out_dir.display()))?;
+fn remove_stale(out_dir: &Path, kept: usize) -> Result<(), MirrorError> {
+    let listing = std::fs::read_dir(out_dir)
+        .map_err(|e| MirrorError::from(format!("{}: {e}", out_dir.display())))?;
     for entry in listing.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
         let number = name
@@ -173,7 +180,7 @@ fn remove_stale(out_dir: &Path, kept: usize) -> Result<(), String> {
             .and_then(|n| n.parse::<usize>().ok());
         if number.is_some_and(|n| n > kept) {
             std::fs::remove_file(entry.path())
-                .map_err(|e| format!("{}: {e}", entry.path().display()))?;
+                .map_err(|e| MirrorError::from(format!("{}: {e}", entry.path().display())))?;
         }
     }
     Ok(())
@@ -195,14 +202,16 @@ fn plain(p: &Path) -> Option<PathBuf> {
 
 /// Unpacks `archives`, in order, into `dir` (created if missing); see the module's text for
 /// the checks. The error names the archive and the entry.
-pub fn unpack(archives: &[PathBuf], dir: &Path) -> Result<UnpackStats, String> {
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+pub fn unpack(archives: &[PathBuf], dir: &Path) -> Result<UnpackStats, MirrorError> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| MirrorError::from(format!("{}: {e}", dir.display())))?;
     let mut stats = UnpackStats::default();
     let mut held: BTreeMap<PathBuf, crate::atomic::File> = BTreeMap::new();
     for archive in archives {
-        let file = File::open(archive).map_err(|e| format!("{}: {e}", archive.display()))?;
+        let file = File::open(archive)
+            .map_err(|e| MirrorError::from(format!("{}: {e}", archive.display())))?;
         unpack_one(BufReader::new(file), dir, &mut stats, &mut held)
-            .map_err(|e| format!("{}: {e}", archive.display()))?;
+            .map_err(|e| MirrorError::from(format!("{}: {e}", archive.display())))?;
     }
     for (rel, tmp) in held {
         let dest = dir.join(&rel);
@@ -218,36 +227,49 @@ fn unpack_one(
     dir: &Path,
     stats: &mut UnpackStats,
     held: &mut BTreeMap<PathBuf, crate::atomic::File>,
-) -> Result<(), String> {
+) -> Result<(), MirrorError> {
     let mut ar = tar::Archive::new(input);
-    let entries = ar.entries().map_err(|e| e.to_string())?;
+    let entries = ar.entries().map_err(|e| MirrorError::from(e.to_string()))?;
     for entry in entries {
-        let mut entry = entry.map_err(|e| format!("not a tar archive: {e}"))?;
-        let raw = entry.path().map_err(|e| e.to_string())?.into_owned();
+        let mut entry = entry.map_err(|e| MirrorError::from(format!("not a tar archive: {e}")))?;
+        let raw = entry
+            .path()
+            .map_err(|e| MirrorError::from(e.to_string()))?
+            .into_owned();
         let name = raw.display().to_string();
-        let rel = plain(&raw).ok_or_else(|| format!("{name}: not a plain relative path"))?;
+        let rel = plain(&raw)
+            .ok_or_else(|| MirrorError::from(format!("{name}: not a plain relative path")))?;
         let kind = entry.header().entry_type();
         if kind.is_dir() {
             if blob_name(&rel).is_some() {
-                return Err(format!("{name}: a directory where a blob goes"));
+                return Err(MirrorError::from(format!(
+                    "{name}: a directory where a blob goes"
+                )));
             }
-            std::fs::create_dir_all(dir.join(&rel)).map_err(|e| format!("{name}: {e}"))?;
+            std::fs::create_dir_all(dir.join(&rel))
+                .map_err(|e| MirrorError::from(format!("{name}: {e}")))?;
             continue;
         }
         if !kind.is_file() {
-            return Err(format!(
+            return Err(MirrorError::from(format!(
                 "{name}: not a regular file (links and special files are refused)"
-            ));
+            )));
         }
         let dest = dir.join(&rel);
         let parent = dest.parent().unwrap_or(dir);
-        std::fs::create_dir_all(parent).map_err(|e| format!("{name}: {e}"))?;
+        std::fs::create_dir_all(parent).map_err(|e| MirrorError::from(format!("{name}: {e}")))?;
         if rel.starts_with("blobs") {
-            let (alg, hex) = blob_name(&rel)
-                .ok_or_else(|| format!("{name}: not a blob (blobs/<algorithm>/<hex digest>)"))?;
+            let (alg, hex) = blob_name(&rel).ok_or_else(|| {
+                MirrorError::from(format!(
+                    "{name}: not a blob (blobs/<algorithm>/<hex digest>)"
+                ))
+            })?;
             // One already there is kept when it has the entry's size (a blob is renamed into
             // place only once verified; the size check catches one a power loss truncated).
-            let size = entry.header().size().map_err(|e| format!("{name}: {e}"))?;
+            let size = entry
+                .header()
+                .size()
+                .map_err(|e| MirrorError::from(format!("{name}: {e}")))?;
             if std::fs::symlink_metadata(&dest).is_ok_and(|m| m.is_file() && m.len() == size) {
                 stats.blobs_skipped += 1;
                 continue;
@@ -296,7 +318,7 @@ fn write_blob(
     dest: &Path,
     alg: Algorithm,
     hex: &str,
-) -> Result<u64, String> {
+) -> Result<u64, MirrorError> {
     let mut tmp = crate::atomic::File::create(dest, &file_options()).map_err(|e| e.to_string())?;
     let mut hasher = Hasher::new(alg);
     let mut buf = vec![0u8; 1 << 16];
@@ -304,21 +326,24 @@ fn write_blob(
     {
         let mut out = BufWriter::new(tmp.file_mut());
         loop {
-            let n = input.read(&mut buf).map_err(|e| e.to_string())?;
+            let n = input
+                .read(&mut buf)
+                .map_err(|e| MirrorError::from(e.to_string()))?;
             if n == 0 {
                 break;
             }
             hasher.update(&buf[..n]);
-            out.write_all(&buf[..n]).map_err(|e| e.to_string())?;
+            out.write_all(&buf[..n])
+                .map_err(|e| MirrorError::from(e.to_string()))?;
             total += n as u64;
         }
-        out.flush().map_err(|e| e.to_string())?;
+        out.flush().map_err(|e| MirrorError::from(e.to_string()))?;
     }
     let got = hasher.hex();
     if got != hex {
-        return Err(format!(
+        return Err(MirrorError::from(format!(
             "content does not match its digest (it hashes to {got}); the archive is damaged or was altered"
-        ));
+        )));
     }
     tmp.commit().map_err(|e| e.to_string())?;
     Ok(total)

@@ -164,7 +164,9 @@ fn pack_refuses_paths_outside_and_links() {
         ("plan", "not a regular file"),
         ("missing", "No such file"),
     ] {
-        let err = pack(ws.path(), &[PathBuf::from(f)], out.path(), 1 << 20).unwrap_err();
+        let err = pack(ws.path(), &[PathBuf::from(f)], out.path(), 1 << 20)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains(want), "{f}: {err}");
     }
 }
@@ -187,7 +189,7 @@ fn raw_tar(entries: &[(&str, tar::EntryType, &[u8])]) -> Vec<u8> {
     b.into_inner().unwrap()
 }
 
-fn unpack_bytes(bytes: &[u8], dir: &Path) -> Result<UnpackStats, String> {
+fn unpack_bytes(bytes: &[u8], dir: &Path) -> Result<UnpackStats, MirrorError> {
     let scratch = tempfile::tempdir().unwrap();
     let archive = scratch.path().join("mirror_000001.tar");
     std::fs::write(&archive, bytes).unwrap();
@@ -215,7 +217,7 @@ fn a_tampered_blob_is_refused_and_nothing_else_lands() {
         (&name, tar::EntryType::Regular, b"layeR"),
     ]);
     let root = tempfile::tempdir().unwrap();
-    let err = unpack_bytes(&bytes, root.path()).unwrap_err();
+    let err = unpack_bytes(&bytes, root.path()).unwrap_err().to_string();
     assert!(
         err.contains(&name) && err.contains("does not match its digest"),
         "{err}"
@@ -291,7 +293,7 @@ fn unsafe_entries_are_refused() {
         let outer = tempfile::tempdir().unwrap();
         let root = outer.path().join("root");
         let bytes = raw_tar(&[(&name, kind, b"x")]);
-        let err = unpack_bytes(&bytes, &root).unwrap_err();
+        let err = unpack_bytes(&bytes, &root).unwrap_err().to_string();
         assert!(err.contains(want), "{name}: {err}");
         assert!(
             listing(outer.path()).is_empty(),
@@ -304,9 +306,13 @@ fn unsafe_entries_are_refused() {
 #[test]
 fn garbage_is_not_an_archive() {
     let root = tempfile::tempdir().unwrap();
-    let err = unpack_bytes(&[b'x'; 1024], root.path()).unwrap_err();
+    let err = unpack_bytes(&[b'x'; 1024], root.path())
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("mirror_000001.tar"), "{err}");
-    let err = unpack(&[root.path().join("none.tar")], root.path()).unwrap_err();
+    let err = unpack(&[root.path().join("none.tar")], root.path())
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("none.tar"), "{err}");
 }
 

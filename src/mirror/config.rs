@@ -9,6 +9,7 @@
 //! range, and blocked-image patterns that are not regular expressions are errors, all reported
 //! at once, each naming the catalog, package and channel.
 
+use super::MirrorError;
 use serde::Deserialize;
 
 pub const API_VERSION: &str = "mirror.openshift.io/v2alpha1";
@@ -113,18 +114,18 @@ const NOT_MIRRORED: [&str; 3] = ["platform", "helm", "samples"];
 
 /// Parses and validates a configuration (YAML or JSON). The error is every problem found, one
 /// per line, each naming what it is about.
-pub fn parse(text: &str) -> Result<ImageSetConfiguration, String> {
-    let doc: serde_json::Value =
-        yaml_serde::from_str(text).map_err(|e| format!("not a YAML document: {e}"))?;
+pub fn parse(text: &str) -> Result<ImageSetConfiguration, MirrorError> {
+    let doc: serde_json::Value = yaml_serde::from_str(text)
+        .map_err(|e| MirrorError::from(format!("not a YAML document: {e}")))?;
     let Some(top) = doc.as_object() else {
         return Err("not an ImageSetConfiguration: the document is not a mapping".into());
     };
     let api = top.get("apiVersion").and_then(|v| v.as_str()).unwrap_or("");
     let kind = top.get("kind").and_then(|v| v.as_str()).unwrap_or("");
     if kind != KIND || api != API_VERSION {
-        return Err(format!(
+        return Err(MirrorError::from(format!(
             "not an ImageSetConfiguration of {API_VERSION} (apiVersion {api:?}, kind {kind:?})"
-        ));
+        )));
     }
     if let Some(mirror) = top.get("mirror").and_then(|m| m.as_object()) {
         let refused: Vec<&str> = NOT_MIRRORED
@@ -132,10 +133,10 @@ pub fn parse(text: &str) -> Result<ImageSetConfiguration, String> {
             .filter(|s| mirror.get(*s).is_some_and(|v| !is_empty(v)))
             .collect();
         if !refused.is_empty() {
-            return Err(format!(
+            return Err(MirrorError::from(format!(
                 "mirror.{} not supported: opreg mirrors operator catalogs and additional images only",
                 refused.join(", mirror.")
-            ));
+            )));
         }
     }
     let mut cleaned = doc.clone();
@@ -145,12 +146,12 @@ pub fn parse(text: &str) -> Result<ImageSetConfiguration, String> {
         }
     }
     let cfg: ImageSetConfiguration = serde_json::from_value(cleaned)
-        .map_err(|e| format!("invalid ImageSetConfiguration: {e}"))?;
+        .map_err(|e| MirrorError::from(format!("invalid ImageSetConfiguration: {e}")))?;
     let errors = validate(&cfg);
     if errors.is_empty() {
         Ok(cfg)
     } else {
-        Err(errors.join("\n"))
+        Err(errors.join("\n").into())
     }
 }
 

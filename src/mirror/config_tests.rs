@@ -50,7 +50,7 @@ fn sections_opreg_does_not_mirror_are_refused_by_name() {
         "mirror:\n",
         "mirror:\n  platform:\n    channels:\n    - {name: stable-4.18}\n  helm:\n    repositories: [{name: x, url: y}]\n",
     );
-    let e = parse(&text).unwrap_err();
+    let e = parse(&text).unwrap_err().to_string();
     assert_eq!(
         e,
         "mirror.platform, mirror.helm not supported: opreg mirrors operator catalogs and additional images only"
@@ -63,10 +63,11 @@ fn sections_opreg_does_not_mirror_are_refused_by_name() {
 #[test]
 fn the_kind_and_version_are_checked() {
     let e = parse("apiVersion: mirror.openshift.io/v1alpha2\nkind: ImageSetConfiguration\n")
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("v1alpha2"), "{e}");
     assert!(parse("- a\n").is_err());
-    let e = parse("apiVersion: mirror.openshift.io/v2alpha1\nkind: ImageSetConfiguration\nmirror:\n  operator: []\n").unwrap_err();
+    let e = parse("apiVersion: mirror.openshift.io/v2alpha1\nkind: ImageSetConfiguration\nmirror:\n  operator: []\n").unwrap_err().to_string();
     assert!(e.contains("unknown field `operator`"), "{e}");
 }
 
@@ -94,7 +95,7 @@ mirror:
   blockedImages:
   - name: "(unclosed"
 "#;
-    let e = parse(text).unwrap_err();
+    let e = parse(text).unwrap_err().to_string();
     let lines: Vec<&str> = e.lines().collect();
     assert_eq!(
         lines,

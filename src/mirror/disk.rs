@@ -13,6 +13,7 @@ use super::deps::Added;
 use super::history::{self, Date};
 use super::images::Wanted;
 use super::plan::{self, Plan, PlannedCatalog, PlannedImage};
+use super::MirrorError;
 use crate::error::Error;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -114,16 +115,19 @@ pub fn read(dir: &Path) -> Result<(ImageSetConfiguration, Listing), Error> {
 }
 
 /// Parses a listing and checks it against a configuration of `operators` catalog entries.
-pub fn parse_listing(text: &[u8], operators: usize) -> Result<Listing, String> {
-    let l: Listing = serde_json::from_slice(text).map_err(|e| e.to_string())?;
+pub fn parse_listing(text: &[u8], operators: usize) -> Result<Listing, MirrorError> {
+    let l: Listing = serde_json::from_slice(text).map_err(|e| MirrorError::from(e.to_string()))?;
     if l.version != VERSION {
-        return Err(format!(
+        return Err(MirrorError::from(format!(
             "version {} (this opreg reads version {VERSION})",
             l.version
-        ));
+        )));
     }
     if let Some(c) = l.catalogs.iter().find(|c| c.entry >= operators) {
-        return Err(format!("catalog {} has no entry in {CONFIG}", c.pinned));
+        return Err(MirrorError::from(format!(
+            "catalog {} has no entry in {CONFIG}",
+            c.pinned
+        )));
     }
     Ok(l)
 }
@@ -168,7 +172,7 @@ pub fn plan(
 
 /// Records in DIR's history what this run added: every blob no earlier run recorded (a run
 /// killed before recording leaves its blobs to the next).
-pub fn record(dir: &Path) -> Result<history::History, String> {
+pub fn record(dir: &Path) -> Result<history::History, MirrorError> {
     let h = history::read(dir)?;
     let known: BTreeSet<&PathBuf> = h.runs.iter().flat_map(|r| &r.added).collect();
     let added: Vec<PathBuf> = history::blobs(dir)?
@@ -185,7 +189,7 @@ pub fn pack(
     h: &history::History,
     since: Option<&Date>,
     archive_gb: Option<u64>,
-) -> Result<Vec<PathBuf>, String> {
+) -> Result<Vec<PathBuf>, MirrorError> {
     let mut files = history::added_since(h, since);
     files.extend(
         SMALL_FILES
@@ -198,8 +202,9 @@ pub fn pack(
 }
 
 /// DIR's archives (`mirror_000001.tar`, …), in order.
-pub fn archives(dir: &Path) -> Result<Vec<PathBuf>, String> {
-    let list = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+pub fn archives(dir: &Path) -> Result<Vec<PathBuf>, MirrorError> {
+    let list =
+        std::fs::read_dir(dir).map_err(|e| MirrorError::from(format!("{}: {e}", dir.display())))?;
     let mut out: Vec<PathBuf> = list
         .filter_map(|e| e.ok())
         .map(|e| e.path())
@@ -250,13 +255,13 @@ mod tests {
         let mut back = parse_listing(&again, 1).unwrap();
         back.catalogs[0].name = l.catalogs[0].name.clone();
         assert_eq!(back.images, l.images);
-        let e = parse_listing(seed, 0).unwrap_err();
+        let e = parse_listing(seed, 0).unwrap_err().to_string();
         assert!(e.contains("has no entry"), "{e}");
         let e = parse_listing(
             br#"{"version":2,"catalogs":[],"images":[],"blocked":[]}"#,
             0,
         );
-        assert!(e.unwrap_err().contains("version 2"));
+        assert!(e.unwrap_err().to_string().contains("version 2"));
     }
 
     #[test]

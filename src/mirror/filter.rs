@@ -16,6 +16,7 @@
 //!   pruned bundle: OLM upgrades an installed, since-pruned version through them.
 
 use super::config::{self, Operator};
+use super::MirrorError;
 use crate::model::{Catalog, Channel, ChannelEntry, Package};
 use crate::version::masterminds::Constraint;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -31,7 +32,7 @@ pub struct Filtered {
 }
 
 /// Filters `catalog` as `op` says. The error names the package and channel.
-pub fn filter(catalog: &Catalog, op: &Operator) -> Result<Filtered, String> {
+pub fn filter(catalog: &Catalog, op: &Operator) -> Result<Filtered, MirrorError> {
     let mut out = Filtered::default();
     out.catalog.others = catalog
         .others
@@ -58,7 +59,12 @@ pub fn filter(catalog: &Catalog, op: &Operator) -> Result<Filtered, String> {
         for cfg in &op.packages {
             match catalog.packages.get(&cfg.name) {
                 Some(p) => v.push((p, Some(cfg))),
-                None => return Err(format!("package {:?} is not in the catalog", cfg.name)),
+                None => {
+                    return Err(MirrorError::from(format!(
+                        "package {:?} is not in the catalog",
+                        cfg.name
+                    )))
+                }
             }
         }
         v
@@ -76,7 +82,7 @@ fn filter_package(
     cfg: Option<&config::Package>,
     full: bool,
     warnings: &mut Vec<String>,
-) -> Result<(Package, BTreeSet<String>), String> {
+) -> Result<(Package, BTreeSet<String>), MirrorError> {
     let listed: Vec<&config::Channel> =
         cfg.map(|c| c.channels.iter().collect()).unwrap_or_default();
     let mut channels = BTreeMap::new();
@@ -96,30 +102,36 @@ fn filter_package(
         let where_ = || format!("package {:?} channel {:?}", pkg.name, ch.name);
         let keep: BTreeSet<String> = match (full, &range) {
             (true, Some(_)) => {
-                return Err(format!(
+                return Err(MirrorError::from(format!(
                     "{}: full: true cannot be mixed with a version range",
                     where_()
-                ))
+                )))
             }
             (true, None) => ch.entries.iter().map(|e| e.name.clone()).collect(),
             (false, Some(r)) => {
-                let c = Constraint::parse(r).map_err(|e| format!("{}: {e}", where_()))?;
-                let graph = Graph::new(ch).map_err(|e| format!("{}: {e}", where_()))?;
+                let c = Constraint::parse(r)
+                    .map_err(|e| MirrorError::from(format!("{}: {e}", where_())))?;
+                let graph =
+                    Graph::new(ch).map_err(|e| MirrorError::from(format!("{}: {e}", where_())))?;
                 graph.in_range(&c, pkg, &where_(), warnings)
             }
             (false, None) => {
-                let graph = Graph::new(ch)
-                    .map_err(|e| format!("{}: unable to filter head of channel: {e}", where_()))?;
+                let graph = Graph::new(ch).map_err(|e| {
+                    MirrorError::from(format!(
+                        "{}: unable to filter head of channel: {e}",
+                        where_()
+                    ))
+                })?;
                 BTreeSet::from([graph.head.to_string()])
             }
         };
         if keep.is_empty() {
             if ch.name == default {
-                return Err(format!(
+                return Err(MirrorError::from(format!(
                     "{} has version range {:?} that results in an empty channel",
                     where_(),
                     range.unwrap_or_default()
-                ));
+                )));
             }
             continue;
         }
@@ -130,7 +142,7 @@ fn filter_package(
     }
     if !default.is_empty() && !channels.contains_key(&default) {
         let configured = cfg.is_some_and(|c| !c.default_channel.is_empty());
-        return Err(match configured {
+        return Err(MirrorError::from(match configured {
             true => format!(
                 "package {:?}: the default channel override {default:?} does not exist in the filtered output",
                 pkg.name
@@ -139,7 +151,7 @@ fn filter_package(
                 "package {:?}: the default channel {default:?} was filtered out; configure a new default channel (defaultChannel) for this package",
                 pkg.name
             ),
-        });
+        }));
     }
     let mut p = pkg.clone();
     p.default_channel = default;
@@ -163,7 +175,7 @@ struct Graph<'a> {
 }
 
 impl<'a> Graph<'a> {
-    fn new(ch: &'a Channel) -> Result<Graph<'a>, String> {
+    fn new(ch: &'a Channel) -> Result<Graph<'a>, MirrorError> {
         if ch.entries.is_empty() {
             return Err("channel has no entries".into());
         }
@@ -171,17 +183,20 @@ impl<'a> Graph<'a> {
         let mut incoming: HashMap<&str, BTreeSet<&str>> = HashMap::new();
         for e in &ch.entries {
             if entries.insert(e.name.as_str(), e).is_some() {
-                return Err(format!("duplicate channel entry {:?}", e.name));
+                return Err(MirrorError::from(format!(
+                    "duplicate channel entry {:?}",
+                    e.name
+                )));
             }
             let targets = std::iter::once(e.replaces.as_str())
                 .filter(|r| !r.is_empty())
                 .chain(e.skips.iter().map(String::as_str));
             for t in targets {
                 if t == e.name {
-                    return Err(format!(
+                    return Err(MirrorError::from(format!(
                         "invalid channel entry {:?}: replaces or skips itself",
                         e.name
-                    ));
+                    )));
                 }
                 incoming.entry(t).or_default().insert(e.name.as_str());
             }
@@ -198,10 +213,10 @@ impl<'a> Graph<'a> {
             many => {
                 let mut names = many.to_vec();
                 names.sort_unstable();
-                return Err(format!(
+                return Err(MirrorError::from(format!(
                     "multiple channel heads found: [{}]",
                     names.join(" ")
-                ));
+                )));
             }
         };
         // Kahn's walk from the head: anything left with incoming edges is on a cycle.

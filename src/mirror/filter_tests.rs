@@ -116,7 +116,9 @@ fn channel_graph_errors_as_catalog_filter_reports_them() {
             "detected a cycle in the upgrade graph of the channel",
         ),
     ] {
-        let e = filter(&catalog(&entries, &[]), &head_only).unwrap_err();
+        let e = filter(&catalog(&entries, &[]), &head_only)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains(want), "{entries:?}: {e}");
         assert!(e.starts_with(r#"package "foo" channel "stable""#), "{e}");
     }
@@ -245,7 +247,8 @@ fn an_empty_default_channel_is_an_error_and_edges_are_kept_as_they_were() {
         &catalog(&entries, &[("foo.v2.0.0", "2.0.0")]),
         &op(Some(RANGE), false),
     )
-    .unwrap_err();
+    .unwrap_err()
+    .to_string();
     assert!(e.contains("results in an empty channel"), "{e}");
     // Heads only: the head keeps its replaces and skips of pruned bundles.
     let entries = [
@@ -292,13 +295,14 @@ fn selection_without_packages_and_with_full() {
         kept(&filter(&c, &op(None, true)).unwrap()),
         ["foo.v1.0.0", "foo.v1.1.0"]
     );
-    let e = filter(&c, &op(Some(RANGE), true)).unwrap_err();
+    let e = filter(&c, &op(Some(RANGE), true)).unwrap_err().to_string();
     assert!(e.contains("full: true cannot be mixed"), "{e}");
     // A package not in the catalog, and a default channel filtered out or overridden.
     let mut missing = op(None, false);
     missing.packages[0].name = "bar".into();
     assert!(filter(&c, &missing)
         .unwrap_err()
+        .to_string()
         .contains(r#"package "bar" is not in the catalog"#));
     let mut other = op(None, false);
     other.packages[0].channels.push(config::Channel {
@@ -306,6 +310,6 @@ fn selection_without_packages_and_with_full() {
         ..Default::default()
     });
     other.packages[0].default_channel = "fast".into();
-    let e = filter(&c, &other).unwrap_err();
+    let e = filter(&c, &other).unwrap_err().to_string();
     assert!(e.contains(r#"default channel override "fast""#), "{e}");
 }

@@ -11,6 +11,7 @@
 //! {"version":1,"runs":[{"date":"2026-11-27","time":"2026-11-27T19:09:17Z","added":["blobs/sha256/…"]}]}
 //! ```
 
+use super::MirrorError;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::path::{Component, Path, PathBuf};
@@ -45,11 +46,13 @@ pub struct Date(String);
 
 impl Date {
     /// Parses `YYYY-MM-DD` (oc-mirror's `--since` format); the error says what is expected.
-    pub fn parse(s: &str) -> Result<Date, String> {
+    pub fn parse(s: &str) -> Result<Date, MirrorError> {
         if valid_date(s) {
             Ok(Date(s.to_string()))
         } else {
-            Err(format!("--since {s:?}: expected a date as YYYY-MM-DD"))
+            Err(MirrorError::from(format!(
+                "--since {s:?}: expected a date as YYYY-MM-DD"
+            )))
         }
     }
 
@@ -104,26 +107,30 @@ fn valid_time(s: &str) -> bool {
 }
 
 /// Parses and checks a history (the text of `history.json`); the error says what is wrong.
-pub fn parse(text: &str) -> Result<History, String> {
-    let h: History = serde_json::from_str(text).map_err(|e| format!("{FILE}: {e}"))?;
+pub fn parse(text: &str) -> Result<History, MirrorError> {
+    let h: History =
+        serde_json::from_str(text).map_err(|e| MirrorError::from(format!("{FILE}: {e}")))?;
     if h.version != VERSION {
-        return Err(format!("{FILE}: version {} is not {VERSION}", h.version));
+        return Err(MirrorError::from(format!(
+            "{FILE}: version {} is not {VERSION}",
+            h.version
+        )));
     }
     for (i, r) in h.runs.iter().enumerate() {
         if !valid_time(&r.time) || r.date != r.time[..10] {
-            return Err(format!(
+            return Err(MirrorError::from(format!(
                 "{FILE}: run {}: time {:?} and date {:?} are not a UTC RFC 3339 time and its date",
                 i + 1,
                 r.time,
                 r.date
-            ));
+            )));
         }
         if let Some(p) = r.added.iter().find(|p| !plain(p)) {
-            return Err(format!(
+            return Err(MirrorError::from(format!(
                 "{FILE}: run {}: {} is not a plain relative path",
                 i + 1,
                 p.display()
-            ));
+            )));
         }
     }
     Ok(h)
@@ -134,23 +141,26 @@ fn plain(p: &Path) -> bool {
 }
 
 /// Reads `dir/history.json`; a workspace without one has an empty history.
-pub fn read(dir: &Path) -> Result<History, String> {
+pub fn read(dir: &Path) -> Result<History, MirrorError> {
     let path = dir.join(FILE);
     match std::fs::read_to_string(&path) {
-        Ok(text) => parse(&text).map_err(|e| format!("{}: {e}", dir.display())),
+        Ok(text) => parse(&text).map_err(|e| MirrorError::from(format!("{}: {e}", dir.display()))),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(History {
             version: VERSION,
             runs: Vec::new(),
         }),
-        Err(e) => Err(format!("{}: {e}", path.display())),
+        Err(e) => Err(MirrorError::from(format!("{}: {e}", path.display()))),
     }
 }
 
 /// Appends a run at `now` that added `added` (sorted, each once) to `dir/history.json`,
 /// rewritten atomically. Returns the new history.
-pub fn record(dir: &Path, added: &[PathBuf], now: SystemTime) -> Result<History, String> {
+pub fn record(dir: &Path, added: &[PathBuf], now: SystemTime) -> Result<History, MirrorError> {
     if let Some(p) = added.iter().find(|p| !plain(p)) {
-        return Err(format!("{}: not a plain relative path", p.display()));
+        return Err(MirrorError::from(format!(
+            "{}: not a plain relative path",
+            p.display()
+        )));
     }
     let mut h = read(dir)?;
     let secs = now
@@ -163,7 +173,8 @@ pub fn record(dir: &Path, added: &[PathBuf], now: SystemTime) -> Result<History,
         time,
         added: added.into_iter().collect(),
     });
-    let mut text = serde_json::to_string_pretty(&h).map_err(|e| format!("{FILE}: {e}"))?;
+    let mut text =
+        serde_json::to_string_pretty(&h).map_err(|e| MirrorError::from(format!("{FILE}: {e}")))?;
     text.push('\n');
     super::workspace::write_named(&dir.join(FILE), text.as_bytes())?;
     Ok(h)
@@ -172,23 +183,24 @@ pub fn record(dir: &Path, added: &[PathBuf], now: SystemTime) -> Result<History,
 /// The blobs in the workspace's layout now, as `blobs/<algorithm>/<hex>` paths: taken before
 /// and after a run, their difference is what the run added (for [`record`]). A workspace
 /// without blobs has none.
-pub fn blobs(dir: &Path) -> Result<BTreeSet<PathBuf>, String> {
+pub fn blobs(dir: &Path) -> Result<BTreeSet<PathBuf>, MirrorError> {
     let mut out = BTreeSet::new();
     let root = dir.join("blobs");
     let algorithms = match std::fs::read_dir(&root) {
         Ok(list) => list,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
-        Err(e) => return Err(format!("{}: {e}", root.display())),
+        Err(e) => return Err(MirrorError::from(format!("{}: {e}", root.display()))),
     };
     for alg in algorithms {
-        let alg = alg.map_err(|e| format!("{}: {e}", root.display()))?;
+        let alg = alg.map_err(|e| MirrorError::from(format!("{}: {e}", root.display())))?;
         if !alg.file_type().is_ok_and(|t| t.is_dir()) {
             continue;
         }
-        let list =
-            std::fs::read_dir(alg.path()).map_err(|e| format!("{}: {e}", alg.path().display()))?;
+        let list = std::fs::read_dir(alg.path())
+            .map_err(|e| MirrorError::from(format!("{}: {e}", alg.path().display())))?;
         for blob in list {
-            let blob = blob.map_err(|e| format!("{}: {e}", alg.path().display()))?;
+            let blob =
+                blob.map_err(|e| MirrorError::from(format!("{}: {e}", alg.path().display())))?;
             // Only digests: a temporary file a killed run left (`.tmp…`) is no blob.
             let name = blob.file_name();
             let hex = name.to_str().is_some_and(|n| {
@@ -256,7 +268,9 @@ mod tests {
             h.runs[0].added,
             paths(&["blobs/sha256/a", "blobs/sha256/b"])
         );
-        let err = record(dir.path(), &paths(&["../x"]), at("4+0")).unwrap_err();
+        let err = record(dir.path(), &paths(&["../x"]), at("4+0"))
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("not a plain relative path"), "{err}");
     }
 
@@ -316,7 +330,7 @@ mod tests {
             "2026-11-27T00:00:00Z",
             "",
         ] {
-            let err = Date::parse(bad).unwrap_err();
+            let err = Date::parse(bad).unwrap_err().to_string();
             assert!(err.contains("YYYY-MM-DD"), "{bad}: {err}");
         }
     }
@@ -341,12 +355,12 @@ mod tests {
                 "not a plain relative path",
             ),
         ] {
-            let err = parse(bad).unwrap_err();
+            let err = parse(bad).unwrap_err().to_string();
             assert!(err.contains(want), "{bad}: {err}");
         }
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join(FILE), "{").unwrap();
-        let err = read(dir.path()).unwrap_err();
+        let err = read(dir.path()).unwrap_err().to_string();
         assert!(err.contains(&dir.path().display().to_string()), "{err}");
     }
 }

@@ -5,6 +5,7 @@
 //! oc-mirror folds them).
 
 use super::config::ImageSetConfiguration;
+use super::MirrorError;
 use crate::model::Catalog;
 use std::collections::BTreeMap;
 
@@ -97,8 +98,9 @@ pub fn wanted(catalogs: &[&Catalog], cfg: &ImageSetConfiguration) -> (Vec<Wanted
 /// Where an image goes: `dest` (`REGISTRY[/PREFIX]`), then the source's path without its
 /// registry (or `target_repo`), folded to `max_nested` components when that is not 0, then
 /// the tag (or `target_tag`) or digest as written. The error names the reference.
-pub fn destination(w: &Wanted, dest: &str, max_nested: usize) -> Result<String, String> {
-    let n = crate::imageref::parse(&w.source).map_err(|e| format!("image {:?}: {e}", w.source))?;
+pub fn destination(w: &Wanted, dest: &str, max_nested: usize) -> Result<String, MirrorError> {
+    let n = crate::imageref::parse(&w.source)
+        .map_err(|e| MirrorError::from(format!("image {:?}: {e}", w.source)))?;
     let path = w.target_repo.clone().unwrap_or(n.path);
     let full = format!("{}/{}", dest.trim_end_matches('/'), path);
     let (host, repo) = full.split_once('/').unwrap_or((&full, ""));

@@ -22,6 +22,24 @@
 //! | [`history`] | the workspace's `history.json`: what each mirror-to-disk run added, and what `--since` packs |
 //! | [`resources`] | the cluster resources oc-mirror v2 writes (IDMS, ITMS, CatalogSource, ClusterCatalog), rendered and written |
 
+/// A mirror configuration, archive, history, listing, template or resource file opreg cannot
+/// read or write: the message names the file or entry and says why, on one line.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct MirrorError(String);
+
+impl From<String> for MirrorError {
+    fn from(what: String) -> Self {
+        MirrorError(what)
+    }
+}
+
+impl From<&str> for MirrorError {
+    fn from(what: &str) -> Self {
+        MirrorError(what.to_string())
+    }
+}
+
 pub mod archive;
 pub mod completed;
 pub mod config;

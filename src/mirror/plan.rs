@@ -141,7 +141,7 @@ fn plan_catalog(op: &Operator, opts: &PlanOptions) -> Result<PlannedCatalog, Err
             )));
         }
     };
-    let mut filtered = filter::filter(&whole, op).map_err(&fail)?;
+    let mut filtered = filter::filter(&whole, op).map_err(|e| fail(e.to_string()))?;
     let mut added = Vec::new();
     if !op.skip_dependencies {
         let r = deps::resolve(&whole, &mut filtered);
@@ -201,7 +201,7 @@ pub fn image_destination(w: &Wanted, dest: &str, max_nested: usize) -> Result<St
     if dest.is_empty() {
         return Ok(w.source.clone());
     }
-    images::destination(w, dest, max_nested).map_err(Error::Usage)
+    images::destination(w, dest, max_nested).map_err(|e| Error::Usage(e.to_string()))
 }
 
 /// `DEST/<targetCatalog, else the source path>:<targetTag, else the source tag>`; a catalog
@@ -248,5 +248,5 @@ pub fn catalog_destination(
         target_tag: Some(tag),
         origins: Vec::new(),
     };
-    images::destination(&w, dest, max_nested).map_err(Error::Usage)
+    images::destination(&w, dest, max_nested).map_err(|e| Error::Usage(e.to_string()))
 }

@@ -82,7 +82,7 @@ pub fn rebuild(
     progress: &dyn Progress,
 ) -> Result<Rebuilt, Error> {
     let staged = build(c, opts)?;
-    let to = reference::parse(&c.destination).map_err(Error::Usage)?;
+    let to = reference::parse(&c.destination).map_err(|e| Error::Usage(e.to_string()))?;
     let mut push = PushOptions::new(opts.destination.clone());
     push.chunk_size = opts.chunk_size;
     let pushed =

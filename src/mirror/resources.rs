@@ -23,6 +23,7 @@
 //! would get the same resource name, and a template that cannot be used, are errors (oc-mirror
 //! overwrites the file, and falls back to no template with a log line).
 
+use super::MirrorError;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -92,7 +93,7 @@ pub fn render(
     mirrored: &[Mirrored],
     catalogs: &[CatalogResource],
     repository_scope: bool,
-) -> Result<Vec<(String, String)>, String> {
+) -> Result<Vec<(String, String)>, MirrorError> {
     let mut files = Vec::new();
     for mode in [Mode::Digest, Mode::Tag] {
         let sets = mirror_sets(mirrored, mode, repository_scope)?;
@@ -108,10 +109,10 @@ pub fn render(
                 .unwrap_or_default()
                 .to_string();
             if let Some(other) = owners.insert(name.clone(), &c.source) {
-                return Err(format!(
+                return Err(MirrorError::from(format!(
                     "catalogs {other} and {} would both be {prefix} resource {name}: give one a targetCatalog or targetTag",
                     c.source
-                ));
+                )));
             }
             files.push((format!("{name}.yaml"), to_yaml(&doc)?));
         }
@@ -122,7 +123,7 @@ pub fn render(
 
 /// Checks a `targetCatalogSourceTemplate` as [`render`] will use it, so that a mirror can refuse
 /// it before copying anything.
-pub fn check_template(path: &Path) -> Result<(), String> {
+pub fn check_template(path: &Path) -> Result<(), MirrorError> {
     from_template(path, "cs-check-0", "registry.invalid/check:0").map(|_| ())
 }
 
@@ -130,20 +131,24 @@ pub fn check_template(path: &Path) -> Result<(), String> {
 /// mode 0644; then removes the resource files an earlier run left there that `files` lacks
 /// (`idms-oc-mirror.yaml`, `itms-oc-mirror.yaml`, `cs-*.yaml`, `cc-*.yaml`), so the directory
 /// holds exactly this run's resources. Other files are left alone.
-pub fn write(dir: &Path, files: &[(String, String)]) -> Result<(), String> {
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+pub fn write(dir: &Path, files: &[(String, String)]) -> Result<(), MirrorError> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| MirrorError::from(format!("{}: {e}", dir.display())))?;
     for (name, text) in files {
         if name.contains(['/', '\\']) || !is_resource_file(name) {
-            return Err(format!("{name}: not a cluster resource file name"));
+            return Err(MirrorError::from(format!(
+                "{name}: not a cluster resource file name"
+            )));
         }
         super::workspace::write_named(&dir.join(name), text.as_bytes())?;
     }
-    let listing = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let listing =
+        std::fs::read_dir(dir).map_err(|e| MirrorError::from(format!("{}: {e}", dir.display())))?;
     for entry in listing.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
         if is_resource_file(&name) && !files.iter().any(|(n, _)| *n == name) {
             std::fs::remove_file(entry.path())
-                .map_err(|e| format!("{}: {e}", entry.path().display()))?;
+                .map_err(|e| MirrorError::from(format!("{}: {e}", entry.path().display())))?;
         }
     }
     Ok(())
@@ -207,8 +212,9 @@ fn strip_transport(r: &str) -> &str {
 }
 
 /// A source reference, checked and with Docker Hub's normalization.
-fn source_ref(r: &str) -> Result<Ref, String> {
-    let n = crate::imageref::parse(strip_transport(r)).map_err(|e| format!("image {r}: {e}"))?;
+fn source_ref(r: &str) -> Result<Ref, MirrorError> {
+    let n = crate::imageref::parse(strip_transport(r))
+        .map_err(|e| MirrorError::from(format!("image {r}: {e}")))?;
     Ok(Ref {
         domain: n.domain,
         path: n.path,
@@ -218,7 +224,7 @@ fn source_ref(r: &str) -> Result<Ref, String> {
 }
 
 /// A destination reference: the first component is the registry, whatever it looks like.
-fn dest_ref(r: &str) -> Result<Ref, String> {
+fn dest_ref(r: &str) -> Result<Ref, MirrorError> {
     let s = strip_transport(r);
     let (name_tag, digest) = match s.split_once('@') {
         Some((n, d)) => (n, Some(d.to_string())),
@@ -234,7 +240,9 @@ fn dest_ref(r: &str) -> Result<Ref, String> {
     };
     let (domain, path) = name.split_once('/').unwrap_or(("", name));
     if path.is_empty() || tag.as_deref() == Some("") || digest.as_deref() == Some("") {
-        return Err(format!("destination {r}: not an image reference"));
+        return Err(MirrorError::from(format!(
+            "destination {r}: not an image reference"
+        )));
     }
     Ok(Ref {
         domain: domain.to_string(),
@@ -251,7 +259,7 @@ fn mirror_sets(
     mirrored: &[Mirrored],
     mode: Mode,
     repository_scope: bool,
-) -> Result<Vec<(&'static str, Entries)>, String> {
+) -> Result<Vec<(&'static str, Entries)>, MirrorError> {
     let mut operator = Entries::new();
     let mut generic = Entries::new();
     for m in mirrored {
@@ -287,7 +295,7 @@ fn mirror_sets(
         .collect())
 }
 
-fn mirror_set_file(mode: Mode, sets: &[(&str, Entries)]) -> Result<String, String> {
+fn mirror_set_file(mode: Mode, sets: &[(&str, Entries)]) -> Result<String, MirrorError> {
     let (kind, prefix, key) = match mode {
         Mode::Digest => ("ImageDigestMirrorSet", "idms", "imageDigestMirrors"),
         Mode::Tag => ("ImageTagMirrorSet", "itms", "imageTagMirrors"),
@@ -317,7 +325,7 @@ fn annotations() -> Value {
 }
 
 /// `<prefix>-<repository>-<tag or digest, 12 characters>`, as oc-mirror names catalog resources.
-fn resource_name(prefix: &str, destination: &str) -> Result<String, String> {
+fn resource_name(prefix: &str, destination: &str) -> Result<String, MirrorError> {
     let r = dest_ref(destination)?;
     let suffix: String = match (&r.tag, &r.digest) {
         (None, Some(d)) => {
@@ -348,9 +356,9 @@ fn resource_name(prefix: &str, destination: &str) -> Result<String, String> {
     let name = format!("{prefix}-{repo}-{suffix}");
     let ends_ok = name.ends_with(|c: char| c.is_ascii_alphanumeric());
     if name.len() > NAME_MAX || !ends_ok {
-        return Err(format!(
+        return Err(MirrorError::from(format!(
             "catalog {destination}: resource name {name} is not a DNS label (at most {NAME_MAX} characters, ending in a letter or digit)"
-        ));
+        )));
     }
     Ok(name)
 }
@@ -365,7 +373,7 @@ fn rfc1035(c: char) -> char {
     }
 }
 
-fn catalog_source(c: &CatalogResource) -> Result<Value, String> {
+fn catalog_source(c: &CatalogResource) -> Result<Value, MirrorError> {
     let name = resource_name("cs", &c.destination)?;
     let image = strip_transport(&c.destination);
     match &c.template {
@@ -379,7 +387,7 @@ fn catalog_source(c: &CatalogResource) -> Result<Value, String> {
     }
 }
 
-fn cluster_catalog(c: &CatalogResource) -> Result<Value, String> {
+fn cluster_catalog(c: &CatalogResource) -> Result<Value, MirrorError> {
     let name = resource_name("cc", &c.destination)?;
     Ok(json!({
         "apiVersion": CC_API,
@@ -392,13 +400,16 @@ fn cluster_catalog(c: &CatalogResource) -> Result<Value, String> {
 /// A `CatalogSource` from a template: the template's metadata and spec, with the name, the
 /// namespace, `sourceType: grpc` and the image set (oc-mirror's merge), and opreg's
 /// annotations added to the template's.
-fn from_template(path: &Path, name: &str, image: &str) -> Result<Value, String> {
+fn from_template(path: &Path, name: &str, image: &str) -> Result<Value, MirrorError> {
     let at = path.display();
     let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("targetCatalogSourceTemplate {at}: {e}"))?;
-    let doc: Value = yaml_serde::from_str(&text)
-        .map_err(|e| format!("targetCatalogSourceTemplate {at}: not a YAML document: {e}"))?;
-    let bad = |what: String| format!("targetCatalogSourceTemplate {at}: {what}");
+        .map_err(|e| MirrorError::from(format!("targetCatalogSourceTemplate {at}: {e}")))?;
+    let doc: Value = yaml_serde::from_str(&text).map_err(|e| {
+        MirrorError::from(format!(
+            "targetCatalogSourceTemplate {at}: not a YAML document: {e}"
+        ))
+    })?;
+    let bad = |what: String| MirrorError::from(format!("targetCatalogSourceTemplate {at}: {what}"));
     let Value::Object(mut top) = doc else {
         return Err(bad("not a mapping".into()));
     };
@@ -416,9 +427,10 @@ fn from_template(path: &Path, name: &str, image: &str) -> Result<Value, String> 
     {
         return Err(bad(format!("{k} is not a CatalogSource field")));
     }
-    let mut meta = object(top.remove("metadata"), "metadata").map_err(&bad)?;
+    let mut meta = object(top.remove("metadata"), "metadata").map_err(|e| bad(e.to_string()))?;
     meta.remove("creationTimestamp");
-    let mut notes = object(meta.remove("annotations"), "metadata.annotations").map_err(&bad)?;
+    let mut notes = object(meta.remove("annotations"), "metadata.annotations")
+        .map_err(|e| bad(e.to_string()))?;
     if let Some((k, _)) = notes.iter().find(|(_, v)| !v.is_string()) {
         return Err(bad(format!("metadata.annotations.{k} is not a string")));
     }
@@ -428,7 +440,7 @@ fn from_template(path: &Path, name: &str, image: &str) -> Result<Value, String> 
     meta.insert("annotations".into(), Value::Object(notes));
     meta.insert("name".into(), name.into());
     meta.insert("namespace".into(), CS_NAMESPACE.into());
-    let mut spec = object(top.remove("spec"), "spec").map_err(&bad)?;
+    let mut spec = object(top.remove("spec"), "spec").map_err(|e| bad(e.to_string()))?;
     if let Some(k) = spec.keys().find(|k| !CS_SPEC_FIELDS.contains(&k.as_str())) {
         return Err(bad(format!("spec.{k} is not a CatalogSource field")));
     }
@@ -458,11 +470,11 @@ fn from_template(path: &Path, name: &str, image: &str) -> Result<Value, String> 
 }
 
 /// A mapping member (missing or null: empty).
-fn object(v: Option<Value>, what: &str) -> Result<Map<String, Value>, String> {
+fn object(v: Option<Value>, what: &str) -> Result<Map<String, Value>, MirrorError> {
     match v {
         None | Some(Value::Null) => Ok(Map::new()),
         Some(Value::Object(m)) => Ok(m),
-        Some(_) => Err(format!("{what} is not a mapping")),
+        Some(_) => Err(MirrorError::from(format!("{what} is not a mapping"))),
     }
 }
 
@@ -479,8 +491,9 @@ fn sorted(v: Value) -> Value {
     }
 }
 
-fn to_yaml(v: &Value) -> Result<String, String> {
-    yaml_serde::to_string(&sorted(v.clone())).map_err(|e| format!("writing YAML: {e}"))
+fn to_yaml(v: &Value) -> Result<String, MirrorError> {
+    yaml_serde::to_string(&sorted(v.clone()))
+        .map_err(|e| MirrorError::from(format!("writing YAML: {e}")))
 }
 
 #[cfg(test)]

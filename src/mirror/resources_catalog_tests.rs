@@ -51,9 +51,11 @@ fn catalog_names_follow_oc_mirror() {
     assert_eq!(name("r/ns/my_index:latest").unwrap(), "cs-my-index-latest");
     assert!(name(&format!("r/ns/{}:v1", "a".repeat(60)))
         .unwrap_err()
+        .to_string()
         .contains("not a DNS label"));
     assert!(name("r/ns/index:v1-")
         .unwrap_err()
+        .to_string()
         .contains("not a DNS label"));
 }
 
@@ -62,7 +64,9 @@ fn two_catalogs_with_one_name_are_refused() {
     let mut other = catalog("v4.15", None);
     other.source = "quay.io/other/redhat-operator-index:v4.15".into();
     other.destination = "myregistry/other/redhat-operator-index:v4.15".into();
-    let err = render(&[], &[catalog("v4.15", None), other], false).unwrap_err();
+    let err = render(&[], &[catalog("v4.15", None), other], false)
+        .unwrap_err()
+        .to_string();
     assert!(
         err.contains("would both be cs resource cs-redhat-operator-index-v4-15"),
         "{err}"
@@ -175,12 +179,14 @@ fn a_template_that_cannot_be_used_is_an_error() {
         ),
     ];
     for (path, want) in cases {
-        let err = check_template(&path).unwrap_err();
+        let err = check_template(&path).unwrap_err().to_string();
         assert!(
             err.contains(want) && err.contains(&path.display().to_string()),
             "{err}"
         );
-        let err = render(&[], &[catalog("v4.15", Some(path))], false).unwrap_err();
+        let err = render(&[], &[catalog("v4.15", Some(path))], false)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains(want), "{err}");
     }
 }
@@ -231,14 +237,16 @@ fn a_bad_reference_is_named() {
         &[],
         false,
     )
-    .unwrap_err();
+    .unwrap_err()
+    .to_string();
     assert!(err.contains("quay.io/A/b:1"), "{err}");
     let err = render(
         &[m("quay.io/a/b:1", "reg/a/b:", Kind::Operator)],
         &[],
         false,
     )
-    .unwrap_err();
+    .unwrap_err()
+    .to_string();
     assert!(err.contains("destination reg/a/b:"), "{err}");
 }
 
@@ -274,7 +282,9 @@ fn write_replaces_the_resources_atomically() {
             .mode();
         assert_eq!(mode & 0o777, 0o644, "{name}");
     }
-    let err = write(&out, &[("../x.yaml".into(), String::new())]).unwrap_err();
+    let err = write(&out, &[("../x.yaml".into(), String::new())])
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("not a cluster resource file name"), "{err}");
 }
 

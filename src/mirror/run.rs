@@ -225,7 +225,7 @@ pub fn mirror(opts: &MirrorOptions, progress: &dyn Progress) -> Result<Report, E
     for op in &cfg.mirror.operators {
         if !op.target_catalog_source_template.is_empty() && !matches!(way, Way::ToDisk(_)) {
             resources::check_template(Path::new(&op.target_catalog_source_template))
-                .map_err(Error::Usage)?;
+                .map_err(|e| Error::Usage(e.to_string()))?;
         }
     }
     let transfer = transfer_options(opts, &way);
@@ -323,7 +323,7 @@ fn transfer_options(opts: &MirrorOptions, way: &Way) -> TransferOptions {
 
 /// Unpacks DIR's archives over it, when it has any (blobs already there are skipped).
 fn unpack(dir: &Path) -> Result<(), Error> {
-    let archives = disk::archives(dir).map_err(Error::Usage)?;
+    let archives = disk::archives(dir).map_err(|e| Error::Usage(e.to_string()))?;
     if !archives.is_empty() {
         super::archive::unpack(&archives, dir).map_err(Error::failed)?;
     }
@@ -363,7 +363,8 @@ fn rebuild_options(opts: &MirrorOptions) -> RebuildOptions {
 /// Signs a pushed catalog with the key, if one was given.
 fn sign(report: &mut Report, opts: &MirrorOptions, r: &Rebuilt) -> Result<(), Error> {
     if let Some(key) = &opts.sign_key {
-        let to = crate::image::reference::parse(&r.destination).map_err(Error::Usage)?;
+        let to = crate::image::reference::parse(&r.destination)
+            .map_err(|e| Error::Usage(e.to_string()))?;
         let limit = opts.image.max_manifest_size;
         let s = crate::image::signature::sign_pushed(&to, &r.digest, key, &opts.dest, limit)
             .map_err(|e| Error::failed(crate::text::one_line(&e)))?;
@@ -424,7 +425,8 @@ fn push_from_disk(
     for (i, name) in names.iter().enumerate() {
         let c = &report.plan.catalogs[i];
         progress.report(crate::progress::Event::ImageStarted(&c.destination));
-        let to = crate::image::reference::parse(&c.destination).map_err(Error::Usage)?;
+        let to = crate::image::reference::parse(&c.destination)
+            .map_err(|e| Error::Usage(e.to_string()))?;
         let from = ImageSource::Layout {
             dir: dir.to_path_buf(),
             tag: Some(name.clone()),

@@ -5,6 +5,7 @@
 use super::plan::Plan;
 use super::signatures::Found;
 use super::transfer::{Inspected, Outcome};
+use super::MirrorError;
 use serde_json::{json, Value};
 use std::path::Path;
 
@@ -16,8 +17,8 @@ fn write_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 }
 
 /// [`write_file`], the error one line naming the file.
-pub fn write_named(path: &Path, bytes: &[u8]) -> Result<(), String> {
-    write_file(path, bytes).map_err(|e| format!("{}: {e}", path.display()))
+pub fn write_named(path: &Path, bytes: &[u8]) -> Result<(), MirrorError> {
+    write_file(path, bytes).map_err(|e| MirrorError::from(format!("{}: {e}", path.display())))
 }
 
 /// `docker://SOURCE=docker://DESTINATION`, one line per image as the catalog or configuration

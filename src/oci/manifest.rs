@@ -92,8 +92,25 @@ pub fn host_platform() -> Platform {
     }
 }
 
+/// Why bytes are not a manifest, an index, an image config or a platform opreg reads.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct FormatError(String);
+
+impl From<String> for FormatError {
+    fn from(why: String) -> Self {
+        FormatError(why)
+    }
+}
+
+impl From<&str> for FormatError {
+    fn from(why: &str) -> Self {
+        FormatError(why.to_string())
+    }
+}
+
 /// Parses `OS/ARCH[/VARIANT]`.
-pub fn parse_platform(s: &str) -> Result<Platform, String> {
+pub fn parse_platform(s: &str) -> Result<Platform, FormatError> {
     let parts: Vec<&str> = s.split('/').collect();
     match parts.as_slice() {
         [os, arch] if !os.is_empty() && !arch.is_empty() => Ok(Platform {
@@ -106,9 +123,7 @@ pub fn parse_platform(s: &str) -> Result<Platform, String> {
             architecture: arch.to_string(),
             variant: Some(v.to_string()),
         }),
-        _ => Err(format!(
-            "invalid platform {s:?}: expected OS/ARCH[/VARIANT]"
-        )),
+        _ => Err(format!("invalid platform {s:?}: expected OS/ARCH[/VARIANT]").into()),
     }
 }
 
@@ -160,7 +175,7 @@ struct Raw {
 
 /// Parses a manifest or index. `content_type` is the registry's `Content-Type` (or the
 /// referring descriptor's media type), used when the document has no `mediaType`.
-pub fn parse_manifest(bytes: &[u8], content_type: Option<&str>) -> Result<Manifest, String> {
+pub fn parse_manifest(bytes: &[u8], content_type: Option<&str>) -> Result<Manifest, FormatError> {
     let raw: Raw = serde_json::from_slice(bytes).map_err(|e| format!("malformed manifest: {e}"))?;
     if raw.schema_version == Some(1) {
         return Err("Docker schema 1 manifests are not supported".into());
@@ -177,11 +192,11 @@ pub fn parse_manifest(bytes: &[u8], content_type: Option<&str>) -> Result<Manife
         // No usable media type: tell them apart by shape.
         _ if raw.manifests.is_some() && raw.layers.is_none() => true,
         _ if raw.config.is_some() => false,
-        other => return Err(format!("unsupported manifest media type {other:?}")),
+        other => return Err(format!("unsupported manifest media type {other:?}").into()),
     };
-    let check = |d: &Descriptor| -> Result<(), String> {
+    let check = |d: &Descriptor| -> Result<(), FormatError> {
         if !crate::digest::is_valid(&d.digest) {
-            return Err(format!("unsupported or malformed digest {:?}", d.digest));
+            return Err(format!("unsupported or malformed digest {:?}", d.digest).into());
         }
         Ok(())
     };
@@ -248,7 +263,7 @@ pub fn platforms(manifests: &[Descriptor]) -> String {
 }
 
 /// The labels of an image config (`config.Labels`).
-pub fn config_labels(bytes: &[u8]) -> Result<BTreeMap<String, String>, String> {
+pub fn config_labels(bytes: &[u8]) -> Result<BTreeMap<String, String>, FormatError> {
     let v: serde_json::Value =
         serde_json::from_slice(bytes).map_err(|e| format!("malformed image config: {e}"))?;
     let mut out = BTreeMap::new();

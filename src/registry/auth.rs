@@ -95,13 +95,19 @@ pub fn lookup(registry: &str, repository: &str) -> anyhow::Result<Option<Credent
     Ok(None)
 }
 
+/// Why an auth file's text is not a docker config opreg can use (never its contents).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct MalformedAuth(String);
+
 /// The most specific `auths` entry of a docker config for `registry/repository`.
 pub fn find_in_config(
     text: &str,
     registry: &str,
     repository: &str,
-) -> Result<Option<Credential>, String> {
-    let v: serde_json::Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+) -> Result<Option<Credential>, MalformedAuth> {
+    let v: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| MalformedAuth(format!("not JSON: {e}")))?;
     let Some(auths) = v.get("auths").and_then(|a| a.as_object()) else {
         return Ok(None);
     };
@@ -149,17 +155,18 @@ fn normalize_key(k: &str) -> String {
     k.to_string()
 }
 
-fn decode_entry(entry: &serde_json::Value) -> Result<Option<Credential>, String> {
+fn decode_entry(entry: &serde_json::Value) -> Result<Option<Credential>, MalformedAuth> {
+    let bad = |why: &str| MalformedAuth(why.to_string());
     let s = |k: &str| entry.get(k).and_then(|v| v.as_str()).unwrap_or("");
     let (mut user, mut password) = (s("username").to_string(), s("password").to_string());
     if !s("auth").is_empty() {
         let raw = base64::engine::general_purpose::STANDARD
             .decode(s("auth").trim())
-            .map_err(|_| "an auth entry is not base64".to_string())?;
-        let text = String::from_utf8(raw).map_err(|_| "an auth entry is not UTF-8".to_string())?;
+            .map_err(|_| bad("an auth entry is not base64"))?;
+        let text = String::from_utf8(raw).map_err(|_| bad("an auth entry is not UTF-8"))?;
         let (u, p) = text
             .split_once(':')
-            .ok_or_else(|| "an auth entry is not user:password".to_string())?;
+            .ok_or_else(|| bad("an auth entry is not user:password"))?;
         user = u.to_string();
         password = p.to_string();
     }

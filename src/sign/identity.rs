@@ -4,6 +4,7 @@
 //! signature's claimed identity is good for the image pulled. The verdicts are containers/image's
 //! (`policy_reference_match.go`, `docker/policyconfiguration`).
 
+use super::Error;
 use crate::imageref;
 
 /// A reference after docker.io normalization.
@@ -17,8 +18,8 @@ pub struct Named {
 
 impl Named {
     /// Parses like `reference.ParseNormalizedNamed`.
-    pub fn parse(s: &str) -> Result<Named, String> {
-        let n = imageref::parse(s)?;
+    pub fn parse(s: &str) -> Result<Named, Error> {
+        let n = imageref::parse(s).map_err(|e| Error::from(e.to_string()))?;
         Ok(Named {
             name: format!("{}/{}", n.domain, n.path),
             tag: n.tag,
@@ -130,28 +131,34 @@ impl SignedIdentity {
     }
 
     /// Reads a `signedIdentity` object.
-    pub fn from_json(v: &serde_json::Value) -> Result<SignedIdentity, String> {
+    pub fn from_json(v: &serde_json::Value) -> Result<SignedIdentity, Error> {
         let o = v
             .as_object()
-            .ok_or_else(|| "signedIdentity is not a JSON object".to_string())?;
+            .ok_or_else(|| Error::from("signedIdentity is not a JSON object"))?;
         let kind = o.get("type").and_then(|t| t.as_str()).unwrap_or("");
         let fields: &[&str] = match kind {
             "matchExact" | "matchRepoDigestOrExact" | "matchRepository" => &["type"],
             "exactReference" => &["type", "dockerReference"],
             "exactRepository" => &["type", "dockerRepository"],
             "remapIdentity" => &["type", "prefix", "signedPrefix"],
-            _ => return Err(format!("unknown signedIdentity type {kind:?}")),
+            _ => return Err(Error::from(format!("unknown signedIdentity type {kind:?}"))),
         };
         for k in o.keys() {
             if !fields.contains(&k.as_str()) {
-                return Err(format!("signedIdentity {kind}: unknown field {k:?}"));
+                return Err(Error::from(format!(
+                    "signedIdentity {kind}: unknown field {k:?}"
+                )));
             }
         }
-        let s = |k: &str| -> Result<String, String> {
+        let s = |k: &str| -> Result<String, Error> {
             o.get(k)
                 .and_then(|v| v.as_str())
                 .map(str::to_string)
-                .ok_or_else(|| format!("signedIdentity {kind}: {k} is missing or not a string"))
+                .ok_or_else(|| {
+                    Error::from(format!(
+                        "signedIdentity {kind}: {k} is missing or not a string"
+                    ))
+                })
         };
         Ok(match kind {
             "matchExact" => SignedIdentity::MatchExact,
@@ -159,25 +166,28 @@ impl SignedIdentity {
             "matchRepository" => SignedIdentity::MatchRepository,
             "exactReference" => {
                 let r = s("dockerReference")?;
-                let n =
-                    Named::parse(&r).map_err(|e| format!("invalid dockerReference {r:?}: {e}"))?;
+                let n = Named::parse(&r)
+                    .map_err(|e| Error::from(format!("invalid dockerReference {r:?}: {e}")))?;
                 if n.is_name_only() {
-                    return Err(format!(
+                    return Err(Error::from(format!(
                         "dockerReference {r:?} contains neither a tag nor digest"
-                    ));
+                    )));
                 }
                 SignedIdentity::ExactReference(r)
             }
             "exactRepository" => {
                 let r = s("dockerRepository")?;
-                Named::parse(&r).map_err(|e| format!("invalid dockerRepository {r:?}: {e}"))?;
+                Named::parse(&r)
+                    .map_err(|e| Error::from(format!("invalid dockerRepository {r:?}: {e}")))?;
                 SignedIdentity::ExactRepository(r)
             }
             _ => {
                 let (prefix, signed_prefix) = (s("prefix")?, s("signedPrefix")?);
                 for p in [&prefix, &signed_prefix] {
                     if !valid_remap_prefix(p) {
-                        return Err(format!("remapIdentity: prefix {p:?} is not valid"));
+                        return Err(Error::from(format!(
+                            "remapIdentity: prefix {p:?} is not valid"
+                        )));
                     }
                 }
                 SignedIdentity::RemapIdentity {

@@ -12,6 +12,7 @@
 //! The public key is a PEM `PUBLIC KEY` block, a SubjectPublicKeyInfo. opreg signs and verifies
 //! with ECDSA P-256 and SHA-256 only: a key of any other type is refused, saying which it is.
 
+use super::Error;
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 use crypto_secretbox::aead::{Aead, KeyInit};
@@ -75,15 +76,15 @@ pub fn generate() -> SigningKey {
 }
 
 /// `key` as cosign's encrypted private key file (PEM text).
-pub fn encrypt_private_key(key: &SigningKey, passphrase: &[u8]) -> Result<String, String> {
+pub fn encrypt_private_key(key: &SigningKey, passphrase: &[u8]) -> Result<String, Error> {
     let der = key
         .to_pkcs8_der()
-        .map_err(|e| format!("cannot encode the private key: {e}"))?;
+        .map_err(|e| Error::from(format!("cannot encode the private key: {e}")))?;
     encrypt_der(der.as_bytes(), passphrase)
 }
 
 /// PKCS#8 DER, encrypted into cosign's key file format.
-pub(crate) fn encrypt_der(der: &[u8], passphrase: &[u8]) -> Result<String, String> {
+pub(crate) fn encrypt_der(der: &[u8], passphrase: &[u8]) -> Result<String, Error> {
     let mut salt = [0u8; 32];
     let mut nonce = [0u8; 24];
     OsRng.fill_bytes(&mut salt);
@@ -91,7 +92,7 @@ pub(crate) fn encrypt_der(der: &[u8], passphrase: &[u8]) -> Result<String, Strin
     let box_key = derive(passphrase, &salt, WRITTEN_LOG_N)?;
     let sealed = XSalsa20Poly1305::new(&box_key.into())
         .encrypt(&nonce.into(), der)
-        .map_err(|_| "cannot encrypt the private key".to_string())?;
+        .map_err(|_| Error::from("cannot encrypt the private key"))?;
     let body = Encrypted {
         kdf: Kdf {
             name: "scrypt".into(),
@@ -108,57 +109,61 @@ pub(crate) fn encrypt_der(der: &[u8], passphrase: &[u8]) -> Result<String, Strin
         },
         ciphertext: B64.encode(sealed),
     };
-    let json = serde_json::to_vec(&body).map_err(|e| e.to_string())?;
+    let json = serde_json::to_vec(&body).map_err(|e| Error::from(e.to_string()))?;
     p256::pkcs8::der::pem::encode_string(SIGSTORE_PRIVATE_KEY, LineEnding::LF, &json)
-        .map_err(|e| format!("cannot write the PEM block: {e}"))
+        .map_err(|e| Error::from(format!("cannot write the PEM block: {e}")))
 }
 
 /// The scrypt key for secretbox.
-fn derive(passphrase: &[u8], salt: &[u8], log_n: u8) -> Result<[u8; 32], String> {
+fn derive(passphrase: &[u8], salt: &[u8], log_n: u8) -> Result<[u8; 32], Error> {
     let params = scrypt::Params::new(log_n, 8, 1, 32)
-        .map_err(|e| format!("invalid scrypt parameters: {e}"))?;
+        .map_err(|e| Error::from(format!("invalid scrypt parameters: {e}")))?;
     let mut out = [0u8; 32];
     scrypt::scrypt(passphrase, salt, &params, &mut out)
-        .map_err(|e| format!("scrypt failed: {e}"))?;
+        .map_err(|e| Error::from(format!("scrypt failed: {e}")))?;
     Ok(out)
 }
 
 /// One PEM block: its type and its body. Text before and after the block is allowed, as Go's
 /// `pem.Decode` allows it.
-fn pem_block(text: &[u8]) -> Result<(String, Vec<u8>), String> {
-    let s = std::str::from_utf8(text).map_err(|_| "not a PEM file (not UTF-8 text)".to_string())?;
+fn pem_block(text: &[u8]) -> Result<(String, Vec<u8>), Error> {
+    let s =
+        std::str::from_utf8(text).map_err(|_| Error::from("not a PEM file (not UTF-8 text)"))?;
     let start = s
         .find("-----BEGIN ")
-        .ok_or_else(|| "not a PEM file (no -----BEGIN line)".to_string())?;
+        .ok_or_else(|| Error::from("not a PEM file (no -----BEGIN line)"))?;
     let rest = &s[start..];
     let end_marker = rest
         .find("-----END ")
-        .ok_or_else(|| "not a PEM file (no -----END line)".to_string())?;
+        .ok_or_else(|| Error::from("not a PEM file (no -----END line)"))?;
     let end = rest[end_marker..]
         .find('\n')
         .map(|i| end_marker + i + 1)
         .unwrap_or(rest.len());
     let block = rest[..end].trim_end().replace("\r\n", "\n");
     let (label, der) = p256::pkcs8::der::pem::decode_vec(block.as_bytes())
-        .map_err(|e| format!("not a valid PEM block: {e}"))?;
+        .map_err(|e| Error::from(format!("not a valid PEM block: {e}")))?;
     Ok((label.to_string(), der))
 }
 
 /// Reads cosign's encrypted private key, decrypting it with `passphrase`.
-pub fn decrypt_private_key(text: &[u8], passphrase: &[u8]) -> Result<SigningKey, String> {
+pub fn decrypt_private_key(text: &[u8], passphrase: &[u8]) -> Result<SigningKey, Error> {
     let (label, body) = pem_block(text)?;
     if label != SIGSTORE_PRIVATE_KEY && label != COSIGN_PRIVATE_KEY {
-        return Err(format!(
+        return Err(Error::from(format!(
             "a PEM block of type {label:?}: opreg reads cosign's encrypted private keys ({SIGSTORE_PRIVATE_KEY:?} or {COSIGN_PRIVATE_KEY:?})"
-        ));
+        )));
     }
     let enc: Encrypted = serde_json::from_slice(&body)
-        .map_err(|e| format!("not cosign's encrypted key format: {e}"))?;
+        .map_err(|e| Error::from(format!("not cosign's encrypted key format: {e}")))?;
     if enc.kdf.name != "scrypt" {
-        return Err(format!("unknown key derivation {:?}", enc.kdf.name));
+        return Err(Error::from(format!(
+            "unknown key derivation {:?}",
+            enc.kdf.name
+        )));
     }
     if enc.cipher.name != "nacl/secretbox" {
-        return Err(format!("unknown cipher {:?}", enc.cipher.name));
+        return Err(Error::from(format!("unknown cipher {:?}", enc.cipher.name)));
     }
     let p = &enc.kdf.params;
     let log_n = match (p.n, p.r, p.p) {
@@ -166,30 +171,33 @@ pub fn decrypt_private_key(text: &[u8], passphrase: &[u8]) -> Result<SigningKey,
         (65536, 8, 1) => 16,
         (131072, 8, 1) => 17,
         _ => {
-            return Err(format!(
+            return Err(Error::from(format!(
                 "unsupported scrypt parameters N={} r={} p={} (accepted: N of 32768, 65536 or 131072 with r=8, p=1)",
                 p.n, p.r, p.p
-            ))
+            )))
         }
     };
-    let b64 = |what: &str, v: &str| B64.decode(v).map_err(|e| format!("{what}: {e}"));
+    let b64 = |what: &str, v: &str| {
+        B64.decode(v)
+            .map_err(|e| Error::from(format!("{what}: {e}")))
+    };
     let salt = b64("salt", &enc.kdf.salt)?;
     let nonce = b64("nonce", &enc.cipher.nonce)?;
     let sealed = b64("ciphertext", &enc.ciphertext)?;
     let nonce: [u8; 24] = nonce
         .try_into()
-        .map_err(|_| "the nonce is not 24 bytes".to_string())?;
+        .map_err(|_| Error::from("the nonce is not 24 bytes"))?;
     let box_key = derive(passphrase, &salt, log_n)?;
     let der = XSalsa20Poly1305::new(&box_key.into())
         .decrypt(&nonce.into(), sealed.as_slice())
-        .map_err(|_| "cannot decrypt: wrong passphrase, or a damaged key file".to_string())?;
+        .map_err(|_| Error::from("cannot decrypt: wrong passphrase, or a damaged key file"))?;
     private_key_from_pkcs8(&der)
 }
 
 /// An ECDSA P-256 key from PKCS#8 DER; any other key type is refused, naming it.
-fn private_key_from_pkcs8(der: &[u8]) -> Result<SigningKey, String> {
+fn private_key_from_pkcs8(der: &[u8]) -> Result<SigningKey, Error> {
     let info = p256::pkcs8::PrivateKeyInfo::from_der(der)
-        .map_err(|_| "the decrypted key is not a PKCS#8 private key".to_string())?;
+        .map_err(|_| Error::from("the decrypted key is not a PKCS#8 private key"))?;
     check_algorithm(
         &info.algorithm.oid.to_string(),
         info.algorithm
@@ -198,11 +206,12 @@ fn private_key_from_pkcs8(der: &[u8]) -> Result<SigningKey, String> {
             .map(|o| o.to_string())
             .as_deref(),
     )?;
-    SigningKey::from_pkcs8_der(der).map_err(|e| format!("invalid ECDSA P-256 private key: {e}"))
+    SigningKey::from_pkcs8_der(der)
+        .map_err(|e| Error::from(format!("invalid ECDSA P-256 private key: {e}")))
 }
 
 /// Refuses any key but ECDSA P-256, with the key type's name.
-fn check_algorithm(oid: &str, curve: Option<&str>) -> Result<(), String> {
+fn check_algorithm(oid: &str, curve: Option<&str>) -> Result<(), Error> {
     let kind = match oid {
         EC_PUBLIC_KEY => match curve {
             Some(PRIME256V1) => return Ok(()),
@@ -215,27 +224,27 @@ fn check_algorithm(oid: &str, curve: Option<&str>) -> Result<(), String> {
         "1.3.101.113" => "an Ed448 key",
         _ => "a key of an unknown type",
     };
-    Err(format!(
+    Err(Error::from(format!(
         "{kind} ({oid}): opreg signs and verifies with ECDSA P-256 keys only"
-    ))
+    )))
 }
 
 /// The public key as a PEM `PUBLIC KEY` block.
-pub fn public_key_pem(key: &VerifyingKey) -> Result<String, String> {
+pub fn public_key_pem(key: &VerifyingKey) -> Result<String, Error> {
     key.to_public_key_pem(LineEnding::LF)
-        .map_err(|e| format!("cannot encode the public key: {e}"))
+        .map_err(|e| Error::from(format!("cannot encode the public key: {e}")))
 }
 
 /// Reads a PEM `PUBLIC KEY` block (SubjectPublicKeyInfo) holding an ECDSA P-256 key.
-pub fn parse_public_key(text: &[u8]) -> Result<VerifyingKey, String> {
+pub fn parse_public_key(text: &[u8]) -> Result<VerifyingKey, Error> {
     let (label, der) = pem_block(text)?;
     if label != "PUBLIC KEY" {
-        return Err(format!(
+        return Err(Error::from(format!(
             "a PEM block of type {label:?}: a public key is a \"PUBLIC KEY\" block"
-        ));
+        )));
     }
     let spki = p256::pkcs8::spki::SubjectPublicKeyInfoRef::from_der(&der)
-        .map_err(|e| format!("not a SubjectPublicKeyInfo: {e}"))?;
+        .map_err(|e| Error::from(format!("not a SubjectPublicKeyInfo: {e}")))?;
     check_algorithm(
         &spki.algorithm.oid.to_string(),
         spki.algorithm
@@ -247,8 +256,8 @@ pub fn parse_public_key(text: &[u8]) -> Result<VerifyingKey, String> {
     let point = spki
         .subject_public_key
         .as_bytes()
-        .ok_or_else(|| "the public key has unused bits".to_string())?;
-    VerifyingKey::from_sec1_bytes(point).map_err(|_| "not a point on P-256".to_string())
+        .ok_or_else(|| Error::from("the public key has unused bits"))?;
+    VerifyingKey::from_sec1_bytes(point).map_err(|_| Error::from("not a point on P-256"))
 }
 
 /// ECDSA-SHA256 over `payload`, ASN.1 DER encoded (what cosign puts, base64, in the
@@ -274,7 +283,7 @@ pub fn public_key_der(key: &VerifyingKey) -> Vec<u8> {
 const MAX_KEY_FILE: u64 = 1 << 20;
 
 /// A file of at most `limit` bytes (a key or policy file: never a device that never ends).
-pub fn read_small_file(path: &std::path::Path, limit: u64) -> Result<Vec<u8>, String> {
+pub fn read_small_file(path: &std::path::Path, limit: u64) -> Result<Vec<u8>, Error> {
     use std::io::Read;
     let fail = |e: std::io::Error| format!("{}: {e}", path.display());
     let mut buf = Vec::new();
@@ -284,7 +293,10 @@ pub fn read_small_file(path: &std::path::Path, limit: u64) -> Result<Vec<u8>, St
         .read_to_end(&mut buf)
         .map_err(fail)?;
     if buf.len() as u64 > limit {
-        return Err(format!("{}: over {limit} bytes", path.display()));
+        return Err(Error::from(format!(
+            "{}: over {limit} bytes",
+            path.display()
+        )));
     }
     Ok(buf)
 }
@@ -293,15 +305,16 @@ pub fn read_small_file(path: &std::path::Path, limit: u64) -> Result<Vec<u8>, St
 pub fn read_private_key_file(
     path: &std::path::Path,
     passphrase: &[u8],
-) -> Result<SigningKey, String> {
+) -> Result<SigningKey, Error> {
     let text = read_small_file(path, MAX_KEY_FILE)?;
-    decrypt_private_key(&text, passphrase).map_err(|e| format!("{}: {e}", path.display()))
+    decrypt_private_key(&text, passphrase)
+        .map_err(|e| Error::from(format!("{}: {e}", path.display())))
 }
 
 /// Reads the public key file `path`; the error names the file.
-pub fn read_public_key_file(path: &std::path::Path) -> Result<VerifyingKey, String> {
+pub fn read_public_key_file(path: &std::path::Path) -> Result<VerifyingKey, Error> {
     let text = read_small_file(path, MAX_KEY_FILE)?;
-    parse_public_key(&text).map_err(|e| format!("{}: {e}", path.display()))
+    parse_public_key(&text).map_err(|e| Error::from(format!("{}: {e}", path.display())))
 }
 
 /// Writes a new key pair as `PREFIX.key` (mode 0600) and `PREFIX.pub`, refusing to replace
@@ -309,7 +322,7 @@ pub fn read_public_key_file(path: &std::path::Path) -> Result<VerifyingKey, Stri
 pub fn generate_key_pair(
     prefix: &std::path::Path,
     passphrase: &[u8],
-) -> Result<(std::path::PathBuf, std::path::PathBuf), String> {
+) -> Result<(std::path::PathBuf, std::path::PathBuf), Error> {
     let with = |ext: &str| {
         let mut p = prefix.as_os_str().to_owned();
         p.push(ext);
@@ -318,10 +331,10 @@ pub fn generate_key_pair(
     let (private, public) = (with(".key"), with(".pub"));
     for p in [&private, &public] {
         if std::fs::symlink_metadata(p).is_ok() {
-            return Err(format!(
+            return Err(Error::from(format!(
                 "{} exists already: remove it, or write elsewhere with --output-key-prefix",
                 p.display()
-            ));
+            )));
         }
     }
     let key = generate();
@@ -337,10 +350,11 @@ pub fn generate_key_pair(
 
 /// Writes `bytes` to a temporary file beside `path` with `mode`, then moves it there without
 /// replacing anything.
-fn write_new(path: &std::path::Path, bytes: &[u8], mode: u32) -> Result<(), String> {
+fn write_new(path: &std::path::Path, bytes: &[u8], mode: u32) -> Result<(), Error> {
     use crate::atomic::{Mode, Options};
     let opts = Options::mode(Mode::Exact(mode))
         .replace(false)
         .named(".opreg-key-", "");
-    crate::atomic::write(path, bytes, &opts).map_err(|e| format!("{}: {e}", path.display()))
+    crate::atomic::write(path, bytes, &opts)
+        .map_err(|e| Error::from(format!("{}: {e}", path.display())))
 }

@@ -18,14 +18,20 @@ fn cosigns_test_keys_get_cosigns_verdicts() {
         let k = decrypt_private_key(&fixture(ok), b"hello").unwrap_or_else(|e| panic!("{ok}: {e}"));
         let sig = sign(&k, b"payload");
         assert!(verify(k.verifying_key(), b"payload", &sig));
-        let e = decrypt_private_key(&fixture(ok), b"wrong").unwrap_err();
+        let e = decrypt_private_key(&fixture(ok), b"wrong")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("wrong passphrase"), "{e}");
     }
     // Its plaintext is a SEC1 key, not PKCS#8: cosign refuses it too.
-    let e = decrypt_private_key(&fixture("cosign-sec1-ec.key"), b"hello").unwrap_err();
+    let e = decrypt_private_key(&fixture("cosign-sec1-ec.key"), b"hello")
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("not a PKCS#8"), "{e}");
     // Unencrypted keys are not cosign key files.
-    let e = decrypt_private_key(&fixture("plain-p256-pkcs8.key"), b"hello").unwrap_err();
+    let e = decrypt_private_key(&fixture("plain-p256-pkcs8.key"), b"hello")
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("\"PRIVATE KEY\""), "{e}");
 }
 
@@ -87,11 +93,15 @@ fn with_n(text: &str, n: u64) -> String {
 fn only_cosigns_scrypt_settings_are_read() {
     let text = encrypt_private_key(&generate(), b"p").unwrap();
     for n in [1024, 16384, 262144, 65537] {
-        let e = decrypt_private_key(with_n(&text, n).as_bytes(), b"p").unwrap_err();
+        let e = decrypt_private_key(with_n(&text, n).as_bytes(), b"p")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("unsupported scrypt parameters"), "{n}: {e}");
     }
     // An accepted N that is not the one used: the key derived differs.
-    let e = decrypt_private_key(with_n(&text, 32768).as_bytes(), b"p").unwrap_err();
+    let e = decrypt_private_key(with_n(&text, 32768).as_bytes(), b"p")
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("cannot decrypt"), "{e}");
 }
 
@@ -111,15 +121,21 @@ fn other_key_types_are_refused_with_their_name() {
         ("plain-rsa-pkcs8.key", "an RSA key"),
     ] {
         let enc = encrypt_der(&der_of(name), b"p").unwrap();
-        let e = decrypt_private_key(enc.as_bytes(), b"p").unwrap_err();
+        let e = decrypt_private_key(enc.as_bytes(), b"p")
+            .unwrap_err()
+            .to_string();
         assert!(
             e.starts_with(says) && e.contains("ECDSA P-256 keys only"),
             "{name}: {e}"
         );
     }
-    let e = parse_public_key(&fixture("rsa.pub")).unwrap_err();
+    let e = parse_public_key(&fixture("rsa.pub"))
+        .unwrap_err()
+        .to_string();
     assert!(e.starts_with("an RSA key"), "{e}");
-    let e = parse_public_key(&fixture("plain-p256-pkcs8.key")).unwrap_err();
+    let e = parse_public_key(&fixture("plain-p256-pkcs8.key"))
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("\"PRIVATE KEY\""), "{e}");
     assert_eq!(
         p256::pkcs8::SubjectPublicKeyInfoRef::PEM_LABEL,

@@ -8,6 +8,7 @@
 //! annotation `dev.cosignproject.cosign/signature`. Reading is as strict as containers/image's:
 //! exactly the fields above in `critical`, a known type, a well-formed digest.
 
+use super::Error;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -81,18 +82,18 @@ fn exact<'a>(
     v: &'a Value,
     fields: &[&str],
     what: &str,
-) -> Result<&'a serde_json::Map<String, Value>, String> {
+) -> Result<&'a serde_json::Map<String, Value>, Error> {
     let o = v
         .as_object()
-        .ok_or_else(|| format!("{what} is not a JSON object"))?;
+        .ok_or_else(|| Error::from(format!("{what} is not a JSON object")))?;
     for k in o.keys() {
         if !fields.contains(&k.as_str()) {
-            return Err(format!("{what} has an unknown field {k:?}"));
+            return Err(Error::from(format!("{what} has an unknown field {k:?}")));
         }
     }
     for f in fields {
         if !o.contains_key(*f) {
-            return Err(format!("{what} lacks the field {f:?}"));
+            return Err(Error::from(format!("{what} lacks the field {f:?}")));
         }
     }
     Ok(o)
@@ -102,16 +103,16 @@ fn string<'a>(
     o: &'a serde_json::Map<String, Value>,
     k: &str,
     what: &str,
-) -> Result<&'a str, String> {
+) -> Result<&'a str, Error> {
     o[k].as_str()
-        .ok_or_else(|| format!("{what}.{k} is not a string"))
+        .ok_or_else(|| Error::from(format!("{what}.{k} is not a string")))
 }
 
 /// Reads a payload as containers/image does: exactly `critical` and `optional` at the top,
 /// exactly `type`, `image` and `identity` in `critical`, the cosign type, a valid digest.
-pub fn parse_payload(bytes: &[u8]) -> Result<Claims, String> {
-    let v: Value =
-        serde_json::from_slice(bytes).map_err(|e| format!("the payload is not JSON: {e}"))?;
+pub fn parse_payload(bytes: &[u8]) -> Result<Claims, Error> {
+    let v: Value = serde_json::from_slice(bytes)
+        .map_err(|e| Error::from(format!("the payload is not JSON: {e}")))?;
     let top = exact(&v, &["critical", "optional"], "the payload")?;
     if !top["optional"].is_null() && !top["optional"].is_object() {
         return Err("the payload's optional is neither null nor an object".into());
@@ -119,7 +120,7 @@ pub fn parse_payload(bytes: &[u8]) -> Result<Claims, String> {
     let critical = exact(&top["critical"], &["type", "image", "identity"], "critical")?;
     let kind = string(critical, "type", "critical")?;
     if kind != SIGNATURE_TYPE {
-        return Err(format!("unknown signature type {kind:?}"));
+        return Err(Error::from(format!("unknown signature type {kind:?}")));
     }
     let image = exact(
         &critical["image"],
@@ -128,7 +129,7 @@ pub fn parse_payload(bytes: &[u8]) -> Result<Claims, String> {
     )?;
     let digest = string(image, "docker-manifest-digest", "critical.image")?;
     if !crate::digest::is_valid(digest) {
-        return Err(format!("invalid docker-manifest-digest {digest:?}"));
+        return Err(format!("invalid docker-manifest-digest {digest:?}").into());
     }
     let identity = exact(
         &critical["identity"],
@@ -153,13 +154,13 @@ pub struct Layer {
 
 /// The signature layers of a `.sig` manifest, in order; layers of other media types, or
 /// without the annotation, are left out (cosign's certificates and bundles ride along too).
-pub fn signature_layers(manifest: &[u8]) -> Result<Vec<Layer>, String> {
+pub fn signature_layers(manifest: &[u8]) -> Result<Vec<Layer>, Error> {
     let v: Value = serde_json::from_slice(manifest)
-        .map_err(|e| format!("the signature manifest is not JSON: {e}"))?;
+        .map_err(|e| Error::from(format!("the signature manifest is not JSON: {e}")))?;
     let layers = v
         .get("layers")
         .and_then(Value::as_array)
-        .ok_or_else(|| "the signature manifest has no layers".to_string())?;
+        .ok_or_else(|| Error::from("the signature manifest has no layers"))?;
     let mut out = Vec::new();
     for l in layers {
         if l.get("mediaType").and_then(Value::as_str) != Some(SIMPLE_SIGNING) {
@@ -192,12 +193,12 @@ pub struct Built {
 /// The config cosign pushes with signatures (go-containerregistry's empty image with the
 /// layers appended: their digests as diff IDs, one empty history entry each), and the OCI
 /// manifest over it. Layers already there keep their other annotations as found in `existing`.
-pub fn build_manifest(existing: Option<&[u8]>, new: &Layer) -> Result<Built, String> {
+pub fn build_manifest(existing: Option<&[u8]>, new: &Layer) -> Result<Built, Error> {
     let mut layers: Vec<Value> = match existing {
         Some(m) => serde_json::from_slice::<Value>(m)
             .ok()
             .and_then(|v| v.get("layers").and_then(Value::as_array).cloned())
-            .ok_or_else(|| "the existing signature manifest has no layers".to_string())?,
+            .ok_or_else(|| Error::from("the existing signature manifest has no layers"))?,
         None => Vec::new(),
     };
     layers.push(serde_json::json!({
@@ -230,7 +231,7 @@ pub fn build_manifest(existing: Option<&[u8]>, new: &Layer) -> Result<Built, Str
         "config": {"mediaType": OCI_CONFIG, "size": config.len(), "digest": config_digest},
         "layers": layers,
     }))
-    .map_err(|e| e.to_string())?;
+    .map_err(|e| Error::from(e.to_string()))?;
     Ok(Built {
         manifest,
         config,

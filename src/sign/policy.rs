@@ -14,7 +14,7 @@
 //! are refused when the policy is read, never accepted silently.
 
 use super::identity::{Named, SignedIdentity};
-use super::{keys, payload};
+use super::{keys, payload, Error};
 use base64::Engine;
 use p256::ecdsa::VerifyingKey;
 use serde_json::{Map, Value};
@@ -69,36 +69,39 @@ pub enum Signatures {
 
 impl Policy {
     /// Reads the policy file at `path`. The error is one line naming the file.
-    pub fn load(path: &Path) -> Result<Policy, String> {
-        let bytes =
-            keys::read_small_file(path, 4 << 20).map_err(|e| format!("signature policy {e}"))?;
-        Policy::from_bytes(&bytes).map_err(|e| format!("signature policy {}: {e}", path.display()))
+    pub fn load(path: &Path) -> Result<Policy, Error> {
+        let bytes = keys::read_small_file(path, 4 << 20)
+            .map_err(|e| Error::from(format!("signature policy {e}")))?;
+        Policy::from_bytes(&bytes)
+            .map_err(|e| Error::from(format!("signature policy {}: {e}", path.display())))
     }
 
     /// Parses a policy's bytes (key files named by `keyPath` are read here).
-    pub fn from_bytes(bytes: &[u8]) -> Result<Policy, String> {
-        let v = super::strict_json::parse(bytes).map_err(|e| format!("not valid JSON: {e}"))?;
+    pub fn from_bytes(bytes: &[u8]) -> Result<Policy, Error> {
+        let v = super::strict_json::parse(bytes)
+            .map_err(|e| Error::from(format!("not valid JSON: {e}")))?;
         let top = v
             .as_object()
-            .ok_or_else(|| "not a JSON object".to_string())?;
+            .ok_or_else(|| Error::from("not a JSON object"))?;
         if let Some(k) = top.keys().find(|k| *k != "default" && *k != "transports") {
-            return Err(format!("unknown key {k:?}"));
+            return Err(Error::from(format!("unknown key {k:?}")));
         }
         let default = requirements(top.get("default").ok_or("the default policy is missing")?)
-            .map_err(|e| format!("default: {e}"))?;
+            .map_err(|e| Error::from(format!("default: {e}")))?;
         let mut docker = BTreeMap::new();
         let mut oci_default = None;
         if let Some(t) = top.get("transports") {
             let t = t
                 .as_object()
-                .ok_or_else(|| "transports is not a JSON object".to_string())?;
+                .ok_or_else(|| Error::from("transports is not a JSON object"))?;
             for (transport, scopes) in t {
-                let scopes = scopes
-                    .as_object()
-                    .ok_or_else(|| format!("transports.{transport} is not a JSON object"))?;
+                let scopes = scopes.as_object().ok_or_else(|| {
+                    Error::from(format!("transports.{transport} is not a JSON object"))
+                })?;
                 for (scope, reqs) in scopes {
-                    let r = requirements(reqs)
-                        .map_err(|e| format!("transports.{transport}[{scope:?}]: {e}"))?;
+                    let r = requirements(reqs).map_err(|e| {
+                        Error::from(format!("transports.{transport}[{scope:?}]: {e}"))
+                    })?;
                     match transport.as_str() {
                         "docker" => {
                             docker.insert(scope.clone(), r);
@@ -153,15 +156,17 @@ impl Policy {
         &self,
         subject: &Subject,
         digest: &str,
-        signatures: &mut dyn FnMut() -> Result<Signatures, String>,
-    ) -> Result<(), String> {
+        signatures: &mut dyn FnMut() -> Result<Signatures, Error>,
+    ) -> Result<(), Error> {
         let (scope, reqs) = self.requirements_for(subject);
         let mut fetched: Option<Signatures> = None;
         for r in reqs {
             match r {
                 Requirement::InsecureAcceptAnything => {}
                 Requirement::Reject => {
-                    return Err(format!("rejected by the signature policy ({scope})"))
+                    return Err(Error::from(format!(
+                        "rejected by the signature policy ({scope})"
+                    )))
                 }
                 Requirement::SigstoreSigned { keys, identity } => {
                     if fetched.is_none() {
@@ -171,8 +176,9 @@ impl Policy {
                         Subject::Registry(n) => Some(*n),
                         Subject::Layout => None,
                     };
-                    accepted(fetched.as_ref().unwrap(), keys, identity, intended, digest)
-                        .map_err(|e| format!("{e} ({scope} requires sigstoreSigned)"))?;
+                    accepted(fetched.as_ref().unwrap(), keys, identity, intended, digest).map_err(
+                        |e| Error::from(format!("{e} ({scope} requires sigstoreSigned)")),
+                    )?;
                 }
             }
         }
@@ -186,7 +192,7 @@ pub fn verdict(
     sigs: &Signatures,
     intended: &Named,
     digest: &str,
-) -> Result<(), String> {
+) -> Result<(), Error> {
     match r {
         Requirement::InsecureAcceptAnything => Ok(()),
         Requirement::Reject => Err("rejected".into()),
@@ -204,11 +210,11 @@ fn accepted(
     identity: &SignedIdentity,
     intended: Option<&Named>,
     digest: &str,
-) -> Result<(), String> {
+) -> Result<(), Error> {
     let found = match sigs {
         Signatures::Found(f) if !f.is_empty() => f,
         Signatures::Found(_) => return Err("unsigned: no signature".into()),
-        Signatures::Unsigned { tag } => return Err(format!("unsigned: no signature at tag {tag}")),
+        Signatures::Unsigned { tag } => return Err(Error::from(format!("unsigned: no signature at tag {tag}"))),
         Signatures::BundleOnly => {
             return Err("signed in sigstore's new bundle format (an OCI 1.1 referrer), which opreg does not read yet; sign with cosign's --new-bundle-format=false".into())
         }
@@ -254,7 +260,7 @@ fn accepted(
         }
         return Ok(());
     }
-    Err(best.1)
+    Err(Error::from(best.1))
 }
 
 impl SignedIdentity {
@@ -272,23 +278,23 @@ impl SignedIdentity {
 }
 
 /// A non-empty list of requirements.
-fn requirements(v: &Value) -> Result<Vec<Requirement>, String> {
+fn requirements(v: &Value) -> Result<Vec<Requirement>, Error> {
     let list = v
         .as_array()
-        .ok_or_else(|| "not a list of requirements".to_string())?;
+        .ok_or_else(|| Error::from("not a list of requirements"))?;
     if list.is_empty() {
         return Err("the list of requirements must not be empty".into());
     }
     list.iter().map(requirement).collect()
 }
 
-fn requirement(v: &Value) -> Result<Requirement, String> {
+fn requirement(v: &Value) -> Result<Requirement, Error> {
     let o = v
         .as_object()
-        .ok_or_else(|| "a requirement is not a JSON object".to_string())?;
+        .ok_or_else(|| Error::from("a requirement is not a JSON object"))?;
     let kind = o.get("type").and_then(Value::as_str).unwrap_or("");
     let only_type = |r: Requirement| match o.keys().find(|k| *k != "type") {
-        Some(k) => Err(format!("{kind}: unknown key {k:?}")),
+        Some(k) => Err(Error::from(format!("{kind}: unknown key {k:?}"))),
         None => Ok(r),
     };
     match kind {
@@ -297,11 +303,11 @@ fn requirement(v: &Value) -> Result<Requirement, String> {
         "sigstoreSigned" => sigstore_signed(o),
         "signedBy" => Err("signedBy (GPG signatures) is not supported yet".into()),
         "signedBaseLayer" => Err("signedBaseLayer is not supported yet".into()),
-        _ => Err(format!("unknown requirement type {kind:?}")),
+        _ => Err(Error::from(format!("unknown requirement type {kind:?}"))),
     }
 }
 
-fn sigstore_signed(o: &Map<String, Value>) -> Result<Requirement, String> {
+fn sigstore_signed(o: &Map<String, Value>) -> Result<Requirement, Error> {
     const KNOWN: [&str; 6] = [
         "type",
         "keyPath",
@@ -318,10 +324,12 @@ fn sigstore_signed(o: &Map<String, Value>) -> Result<Requirement, String> {
             | "rekorPublicKeyPaths"
             | "rekorPublicKeyData"
             | "rekorPublicKeyDatas" => {
-                return Err(format!("sigstoreSigned with {k} is not supported yet"))
+                return Err(Error::from(format!(
+                    "sigstoreSigned with {k} is not supported yet"
+                )))
             }
             k if KNOWN.contains(&k) => {}
-            k => return Err(format!("sigstoreSigned: unknown key {k:?}")),
+            k => return Err(Error::from(format!("sigstoreSigned: unknown key {k:?}"))),
         }
     }
     let sources = ["keyPath", "keyPaths", "keyData", "keyDatas"]
@@ -333,30 +341,32 @@ fn sigstore_signed(o: &Map<String, Value>) -> Result<Requirement, String> {
             "sigstoreSigned needs exactly one of keyPath, keyPaths, keyData and keyDatas".into(),
         );
     }
-    let string = |v: &Value, what: &str| -> Result<String, String> {
+    let string = |v: &Value, what: &str| -> Result<String, Error> {
         v.as_str()
             .map(str::to_string)
-            .ok_or_else(|| format!("sigstoreSigned: {what} is not a string"))
+            .ok_or_else(|| Error::from(format!("sigstoreSigned: {what} is not a string")))
     };
-    let list = |k: &str| -> Result<Vec<String>, String> {
+    let list = |k: &str| -> Result<Vec<String>, Error> {
         let a = o[k]
             .as_array()
-            .ok_or_else(|| format!("sigstoreSigned: {k} is not a list"))?;
+            .ok_or_else(|| Error::from(format!("sigstoreSigned: {k} is not a list")))?;
         if a.is_empty() {
-            return Err(format!("sigstoreSigned: {k} must not be empty"));
+            return Err(Error::from(format!(
+                "sigstoreSigned: {k} must not be empty"
+            )));
         }
         a.iter().map(|v| string(v, k)).collect()
     };
-    let from_file = |p: &str| -> Result<VerifyingKey, String> {
-        let bytes =
-            keys::read_small_file(Path::new(p), 1 << 20).map_err(|e| format!("keyPath {e}"))?;
-        keys::parse_public_key(&bytes).map_err(|e| format!("keyPath {p}: {e}"))
+    let from_file = |p: &str| -> Result<VerifyingKey, Error> {
+        let bytes = keys::read_small_file(Path::new(p), 1 << 20)
+            .map_err(|e| Error::from(format!("keyPath {e}")))?;
+        keys::parse_public_key(&bytes).map_err(|e| Error::from(format!("keyPath {p}: {e}")))
     };
-    let from_data = |d: &str| -> Result<VerifyingKey, String> {
+    let from_data = |d: &str| -> Result<VerifyingKey, Error> {
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(d)
-            .map_err(|e| format!("keyData is not base64: {e}"))?;
-        keys::parse_public_key(&bytes).map_err(|e| format!("keyData: {e}"))
+            .map_err(|e| Error::from(format!("keyData is not base64: {e}")))?;
+        keys::parse_public_key(&bytes).map_err(|e| Error::from(format!("keyData: {e}")))
     };
     let keys = if let Some(p) = o.get("keyPath") {
         vec![from_file(&string(p, "keyPath")?)?]

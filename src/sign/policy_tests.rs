@@ -148,7 +148,7 @@ fn unsupported_requirements_say_so() {
         (r#"{"default":[{"type":"sigstoreSigned","fulcio":{"caPath":"/ca","oidcIssuer":"x","subjectEmail":"y"}}]}"#.into(), "fulcio is not supported yet"),
         (r#"{"default":[{"type":"sigstoreSigned","pki":{}}]}"#.into(), "pki is not supported yet"),
     ] {
-        let e = Policy::from_bytes(text.as_bytes()).unwrap_err();
+        let e = Policy::from_bytes(text.as_bytes()).unwrap_err().to_string();
         assert!(e.contains(says), "{text}: {e}");
     }
 }
@@ -205,7 +205,9 @@ fn verdicts_on_signatures() {
     let cosign_style = payload::payload("reg.example/ns/cat", &digest);
     let repo = policy("matchRepository");
     assert!(run(&repo, &by_tag, vec![signed(&k, &cosign_style)]).is_ok());
-    let e = run(&repo, &by_tag, vec![signed(&other, &cosign_style)]).unwrap_err();
+    let e = run(&repo, &by_tag, vec![signed(&other, &cosign_style)])
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("no signature verifies"), "{e}");
     let mut tampered = cosign_style.clone();
     tampered[10] ^= 1;
@@ -213,10 +215,14 @@ fn verdicts_on_signatures() {
     sig.payload = tampered;
     assert!(run(&repo, &by_tag, vec![sig]).is_err());
     let elsewhere = payload::payload("reg.example/ns/other", &digest);
-    let e = run(&repo, &by_tag, vec![signed(&k, &elsewhere)]).unwrap_err();
+    let e = run(&repo, &by_tag, vec![signed(&k, &elsewhere)])
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("does not match"), "{e}");
     let stale = payload::payload("reg.example/ns/cat", &format!("sha256:{}", "2".repeat(64)));
-    let e = run(&repo, &by_tag, vec![signed(&k, &stale)]).unwrap_err();
+    let e = run(&repo, &by_tag, vec![signed(&k, &stale)])
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("another digest"), "{e}");
     // One good signature among bad ones is enough.
     assert!(run(
@@ -232,7 +238,8 @@ fn verdicts_on_signatures() {
                 tag: "t.sig".into(),
             })
         })
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
     assert!(e.starts_with("unsigned"), "{e}");
 
     // The default rule: a repository-only identity is refused by tag and by digest alike
@@ -256,13 +263,15 @@ fn reject_and_accept_need_no_signatures() {
     .unwrap();
     let open = Named::parse("a.com/open:1").unwrap();
     let closed = Named::parse("a.com/closed:1").unwrap();
-    let mut never = || -> Result<Signatures, String> { panic!("no signatures are read") };
+    let mut never =
+        || -> Result<Signatures, crate::sign::Error> { panic!("no signatures are read") };
     assert!(p
         .check(&Subject::Registry(&open), "sha256:x", &mut never)
         .is_ok());
     let e = p
         .check(&Subject::Registry(&closed), "sha256:x", &mut never)
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
     assert!(
         e.starts_with("rejected by the signature policy (default)"),
         "{e}"

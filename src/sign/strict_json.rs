@@ -1,6 +1,7 @@
 //! JSON read as containers/image reads policy files (`ParanoidUnmarshalJSONObject`): an object
 //! that names one key twice is an error, at any depth, where serde_json would keep the last.
 
+use super::Error;
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
@@ -65,10 +66,10 @@ impl<'de> Visitor<'de> for StrictVisitor {
 }
 
 /// Parses `bytes`, refusing duplicate keys.
-pub fn parse(bytes: &[u8]) -> Result<Value, String> {
+pub fn parse(bytes: &[u8]) -> Result<Value, Error> {
     serde_json::from_slice::<Strict>(bytes)
         .map(|s| s.0)
-        .map_err(|e| e.to_string())
+        .map_err(|e| Error::from(e.to_string()))
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! which every `olm.bundle` names only an image. Each such bundle is replaced by what its
 //! reference renders to; every other entry is kept as written.
 
-use super::{field, BundleRenderer};
+use super::{field, BundleRenderer, Error};
 use crate::catalog::Decl;
 use crate::model::{schema, Catalog};
 use crate::text::go_quote;
@@ -16,15 +16,15 @@ pub fn render(
     doc: &Value,
     file: &str,
     renderer: &mut BundleRenderer<'_>,
-) -> Result<Catalog, String> {
+) -> Result<Catalog, Error> {
     let m = doc.as_object().ok_or("the template is not a mapping")?;
     let declared = field(m, "schema").and_then(Value::as_str).unwrap_or("");
     if declared != SCHEMA {
-        return Err(format!(
+        return Err(Error::from(format!(
             "template has unknown schema ({}), should be {}",
             go_quote(declared),
             go_quote(SCHEMA)
-        ));
+        )));
     }
     let entries = match field(m, "entries") {
         None | Some(Value::Null) => &[][..],
@@ -35,12 +35,12 @@ pub fn render(
     let mut diags = Vec::new();
     for (i, e) in entries.iter().enumerate() {
         let Some(o) = e.as_object() else {
-            return Err(format!("entries[{i}] is not a mapping"));
+            return Err(Error::from(format!("entries[{i}] is not a mapping")));
         };
         let entry_schema = field(o, "schema").and_then(Value::as_str).unwrap_or("");
         if entry_schema == schema::BUNDLE {
             let image = bundle_reference(o)
-                .ok_or_else(|| format!("entries[{i}]: unexpected fields present in basic template bundle (a template bundle has a schema and an image, and no package, properties or relatedImages)"))?;
+                .ok_or_else(|| Error::from(format!("entries[{i}]: unexpected fields present in basic template bundle (a template bundle has a schema and an image, and no package, properties or relatedImages)")))?;
             let bundles = renderer(image)?;
             decls.extend(bundles.into_iter().map(Decl::Bundle));
             continue;

@@ -7,7 +7,7 @@
 //! JSON is Go's `json.MarshalIndent` with four spaces (which escapes `<`, `>` and `&`), then a
 //! newline; YAML is that JSON through go-yaml (keys sorted), after `---`, then an empty line.
 
-use super::Kind;
+use super::{Error, Kind};
 use crate::catalog::fbc::{self, goyaml, RenderFormat};
 use crate::model::schema;
 use serde_json::{Map, Value};
@@ -19,7 +19,7 @@ pub fn convert(
     bytes: &[u8],
     file: &str,
     format: RenderFormat,
-) -> Result<String, String> {
+) -> Result<String, Error> {
     let mut diags = Vec::new();
     // An empty stream holds no object (opm's template then has no entries).
     let metas = if bytes.iter().all(u8::is_ascii_whitespace) {
@@ -28,7 +28,7 @@ pub fn convert(
         fbc::decode_bytes(bytes, file, &mut diags)
     };
     if let Some(d) = diags.iter().find(|d| d.is_error()) {
-        return Err(crate::text::one_line(&d.message));
+        return Err(crate::text::one_line(&d.message).into());
     }
     let entries: Vec<Entry> = metas
         .into_iter()

@@ -24,8 +24,26 @@ pub mod substitutes;
 use crate::model::{Bundle, Catalog};
 use serde_json::Value;
 
+/// A template that cannot be read or rendered (or a bundle its renderer could not give): the
+/// message names the file or reference and says why, on one line.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Error(String);
+
+impl From<String> for Error {
+    fn from(why: String) -> Self {
+        Error(why)
+    }
+}
+
+impl From<&str> for Error {
+    fn from(why: &str) -> Self {
+        Error(why.to_string())
+    }
+}
+
 /// Turns one bundle reference into the bundles it holds; `Err` is a one-line reason.
-pub type BundleRenderer<'a> = dyn FnMut(&str) -> Result<Vec<Bundle>, String> + 'a;
+pub type BundleRenderer<'a> = dyn FnMut(&str) -> Result<Vec<Bundle>, Error> + 'a;
 
 /// The template kinds `render-template` knows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -67,7 +85,7 @@ impl Kind {
 
 /// The kind of a template, from the `schema` of its first document, as opm detects it when no
 /// kind is given.
-pub fn detect(text: &str) -> Result<Kind, String> {
+pub fn detect(text: &str) -> Result<Kind, Error> {
     let doc = first_document(text)?;
     let schema = match doc.as_object().and_then(|m| field(m, "schema")) {
         None | Some(Value::Null) => "",
@@ -80,7 +98,7 @@ pub fn detect(text: &str) -> Result<Kind, String> {
     Kind::ALL
         .into_iter()
         .find(|k| k.schema() == schema)
-        .ok_or_else(|| format!("unknown template schema: {schema}"))
+        .ok_or_else(|| Error::from(format!("unknown template schema: {schema}")))
 }
 
 /// Renders a template of `kind` from its text (YAML or JSON; the first document is the
@@ -90,7 +108,7 @@ pub fn render(
     text: &str,
     file: &str,
     renderer: &mut BundleRenderer<'_>,
-) -> Result<Catalog, String> {
+) -> Result<Catalog, Error> {
     let doc = first_document(text)?;
     match kind {
         Kind::Basic => basic::render(&doc, file, renderer),
@@ -100,9 +118,10 @@ pub fn render(
 }
 
 /// The first YAML (or JSON) document of `text`, as JSON.
-fn first_document(text: &str) -> Result<Value, String> {
+fn first_document(text: &str) -> Result<Value, Error> {
     use serde::Deserialize;
-    crate::yaml::check_flow_depth(text).map_err(|e| format!("decoding template: {e}"))?;
+    crate::yaml::check_flow_depth(text)
+        .map_err(|e| Error::from(format!("decoding template: {e}")))?;
     let Some(de) = yaml_serde::Deserializer::from_str(text).next() else {
         return Err("decoding template: the file holds no document".into());
     };
@@ -127,9 +146,9 @@ fn decode_entry(
     file: &str,
     decls: &mut Vec<crate::catalog::Decl>,
     diags: &mut Vec<crate::diag::Diagnostic>,
-) -> Result<(), String> {
+) -> Result<(), Error> {
     use crate::catalog::fbc;
-    let text = serde_json::to_string(entry).map_err(|e| e.to_string())?;
+    let text = serde_json::to_string(entry).map_err(|e| Error::from(e.to_string()))?;
     for raw in fbc::decode_bytes(text.as_bytes(), file, diags) {
         decls.extend(fbc::to_decl(raw, diags));
     }
@@ -140,10 +159,10 @@ fn decode_entry(
 fn build_catalog(
     decls: Vec<crate::catalog::Decl>,
     mut diags: Vec<crate::diag::Diagnostic>,
-) -> Result<Catalog, String> {
+) -> Result<Catalog, Error> {
     let cat = crate::catalog::build(decls, &mut diags);
     match diags.iter().find(|d| d.is_error()) {
-        Some(d) => Err(crate::text::one_line(&d.message)),
+        Some(d) => Err(crate::text::one_line(&d.message).into()),
         None => Ok(cat),
     }
 }

@@ -6,7 +6,7 @@
 //! a major version. The default channel is the "most stable" one: highest archetype, then
 //! highest first version, then the preferred channel kind.
 
-use super::{field, BundleRenderer};
+use super::{field, BundleRenderer, Error};
 use crate::model::{prop, Bundle, Catalog, Channel, ChannelEntry, Package};
 use crate::text::go_quote;
 use semver::Version;
@@ -60,7 +60,7 @@ pub type Versions = BTreeMap<Archetype, BTreeMap<String, Version>>;
 /// Parses a semver template document: keys as Go's `encoding/json` matches them (any case),
 /// unknown keys rejected; with neither generate option, minor channels; the preference
 /// defaults to the generated kind and must name a generated kind.
-pub fn parse(doc: &Value) -> Result<Template, String> {
+pub fn parse(doc: &Value) -> Result<Template, Error> {
     let m = doc.as_object().ok_or("the template is not a mapping")?;
     const KEYS: [&str; 7] = [
         "schema",
@@ -75,17 +75,17 @@ pub fn parse(doc: &Value) -> Result<Template, String> {
     // not by the first of its fields this kind does not know.
     let declared = field(m, "schema").and_then(Value::as_str).unwrap_or("");
     if declared != SCHEMA {
-        return Err(format!(
+        return Err(Error::from(format!(
             "input file has unknown schema {}, should be {}",
             go_quote(declared),
             go_quote(SCHEMA)
-        ));
+        )));
     }
     known_keys(m, &KEYS)?;
     let flag = |k: &str| match field(m, k) {
         None | Some(Value::Null) => Ok(false),
         Some(Value::Bool(b)) => Ok(*b),
-        Some(v) => Err(format!("{k} must be true or false, not {v}")),
+        Some(v) => Err(Error::from(format!("{k} must be true or false, not {v}"))),
     };
     let (major, mut minor) = (
         flag("generateMajorChannels")?,
@@ -98,9 +98,9 @@ pub fn parse(doc: &Value) -> Result<Template, String> {
         None | Some(Value::Null) => "",
         Some(Value::String(s)) => s.as_str(),
         Some(v) => {
-            return Err(format!(
+            return Err(Error::from(format!(
                 "unknown DefaultChannelTypePreference: {v}; valid values are 'major' or 'minor'"
-            ))
+            )))
         }
     };
     let preference = match pref {
@@ -109,13 +109,13 @@ pub fn parse(doc: &Value) -> Result<Template, String> {
         "minor" if minor => Stream::Minor,
         "major" if major => Stream::Major,
         "minor" | "major" => {
-            return Err(format!("schema attribute mismatch: DefaultChannelTypePreference set to '{pref}' doesn't make sense if not generating {pref}-version channels"))
+            return Err(Error::from(format!("schema attribute mismatch: DefaultChannelTypePreference set to '{pref}' doesn't make sense if not generating {pref}-version channels")))
         }
         other => {
-            return Err(format!(
+            return Err(Error::from(format!(
                 "unknown DefaultChannelTypePreference: {}; valid values are 'major' or 'minor'",
                 go_quote(other)
-            ))
+            )))
         }
     };
     let mut bundles = BTreeMap::new();
@@ -130,17 +130,17 @@ pub fn parse(doc: &Value) -> Result<Template, String> {
     })
 }
 
-fn known_keys(m: &Map<String, Value>, keys: &[&str]) -> Result<(), String> {
+fn known_keys(m: &Map<String, Value>, keys: &[&str]) -> Result<(), Error> {
     match m
         .keys()
         .find(|k| !keys.iter().any(|f| f.eq_ignore_ascii_case(k)))
     {
-        Some(k) => Err(format!("unknown field {}", go_quote(k))),
+        Some(k) => Err(Error::from(format!("unknown field {}", go_quote(k)))),
         None => Ok(()),
     }
 }
 
-fn bundle_list(m: &Map<String, Value>, arch: Archetype) -> Result<Vec<String>, String> {
+fn bundle_list(m: &Map<String, Value>, arch: Archetype) -> Result<Vec<String>, Error> {
     let list = match field(m, arch.name()) {
         None | Some(Value::Null) => return Ok(Vec::new()),
         Some(Value::Object(o)) => {
@@ -148,16 +148,21 @@ fn bundle_list(m: &Map<String, Value>, arch: Archetype) -> Result<Vec<String>, S
             match field(o, "bundles") {
                 None | Some(Value::Null) => return Ok(Vec::new()),
                 Some(Value::Array(a)) => a,
-                Some(_) => return Err(format!("{}.bundles is not a list", arch.name())),
+                Some(_) => {
+                    return Err(Error::from(format!(
+                        "{}.bundles is not a list",
+                        arch.name()
+                    )))
+                }
             }
         }
-        Some(_) => return Err(format!("{} is not a mapping", arch.name())),
+        Some(_) => return Err(Error::from(format!("{} is not a mapping", arch.name()))),
     };
     let mut out = Vec::new();
     for (i, b) in list.iter().enumerate() {
         let o = b
             .as_object()
-            .ok_or_else(|| format!("{}.bundles[{i}] is not a mapping", arch.name()))?;
+            .ok_or_else(|| Error::from(format!("{}.bundles[{i}] is not a mapping", arch.name())))?;
         known_keys(o, &["image"])?;
         out.push(
             field(o, "image")
@@ -170,7 +175,7 @@ fn bundle_list(m: &Map<String, Value>, arch: Archetype) -> Result<Vec<String>, S
 }
 
 /// Renders a semver template document, rendering each distinct bundle reference once.
-pub fn render(doc: &Value, renderer: &mut BundleRenderer<'_>) -> Result<Catalog, String> {
+pub fn render(doc: &Value, renderer: &mut BundleRenderer<'_>) -> Result<Catalog, Error> {
     let t = parse(doc)?;
     let mut rendered: BTreeMap<&str, Bundle> = BTreeMap::new();
     let mut order = Vec::new();
@@ -180,11 +185,11 @@ pub fn render(doc: &Value, renderer: &mut BundleRenderer<'_>) -> Result<Catalog,
         }
         let mut got = renderer(r)?;
         if got.len() != 1 {
-            return Err(format!(
+            return Err(Error::from(format!(
                 "bundle reference {} resulted in {} bundles, expected 1",
                 go_quote(r),
                 got.len()
-            ));
+            )));
         }
         rendered.insert(r, got.remove(0));
         order.push(r.as_str());
@@ -244,7 +249,7 @@ fn csv_of(b: &Bundle) -> Option<Value> {
 pub fn versions(
     t: &Template,
     rendered: &BTreeMap<&str, Bundle>,
-) -> Result<(String, Versions), String> {
+) -> Result<(String, Versions), Error> {
     let mut package: Option<String> = None;
     let mut out = Versions::new();
     for (arch, refs) in &t.bundles {
@@ -261,12 +266,12 @@ pub fn versions(
                 .filter_map(|p| serde_json::from_str(&p.value).ok())
                 .collect();
             if pkgs.len() != 1 {
-                return Err(format!(
+                return Err(Error::from(format!(
                     "bundle {} has {} {} properties, expected exactly 1",
                     go_quote(&b.name),
                     pkgs.len(),
                     go_quote(prop::PACKAGE)
-                ));
+                )));
             }
             let s = |k: &str| {
                 pkgs[0]
@@ -285,21 +290,21 @@ pub fn versions(
             })?;
             match &package {
                 Some(p) if *p != name => {
-                    return Err(format!(
+                    return Err(Error::from(format!(
                         "bundle {} does not belong to this package: {}",
                         go_quote(&name),
                         go_quote(p)
-                    ))
+                    )))
                 }
                 Some(_) => {}
                 None => package = Some(name),
             }
             if entries.insert(b.name.clone(), v).is_some() {
-                return Err(format!(
+                return Err(Error::from(format!(
                     "duplicate bundle name {} in {}",
                     go_quote(&b.name),
                     arch.name()
-                ));
+                )));
             }
         }
         build_metadata_conflicts(&entries)?;
@@ -309,7 +314,7 @@ pub fn versions(
 }
 
 /// Versions that differ only in build metadata cannot be ordered: an error naming each.
-pub fn build_metadata_conflicts(versions: &BTreeMap<String, Version>) -> Result<(), String> {
+pub fn build_metadata_conflicts(versions: &BTreeMap<String, Version>) -> Result<(), Error> {
     let mut seen: BTreeSet<String> = BTreeSet::new();
     let mut errs = Vec::new();
     for v in versions.values() {
@@ -326,8 +331,8 @@ pub fn build_metadata_conflicts(versions: &BTreeMap<String, Version>) -> Result<
     }
     match errs.len() {
         0 => Ok(()),
-        1 => Err(format!("encountered bundle versions which differ only by build metadata, which cannot be ordered: {}", errs[0])),
-        _ => Err(format!("encountered bundle versions which differ only by build metadata, which cannot be ordered: [{}]", errs.join(", "))),
+        1 => Err(Error::from(format!("encountered bundle versions which differ only by build metadata, which cannot be ordered: {}", errs[0]))),
+        _ => Err(Error::from(format!("encountered bundle versions which differ only by build metadata, which cannot be ordered: [{}]", errs.join(", ")))),
     }
 }
 

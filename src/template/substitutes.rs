@@ -10,7 +10,7 @@
 //! one that skipped the base skips the substitute instead. The substitute bundle joins the
 //! catalog, and the result must still be a valid catalog.
 
-use super::{field, BundleRenderer};
+use super::{field, BundleRenderer, Error};
 use crate::catalog::Decl;
 use crate::model::{Bundle, Catalog};
 use crate::text::go_quote;
@@ -32,28 +32,31 @@ pub fn render(
     doc: &Value,
     file: &str,
     renderer: &mut BundleRenderer<'_>,
-) -> Result<Catalog, String> {
+) -> Result<Catalog, Error> {
     let (entries, substitutions) =
-        parse(doc).map_err(|e| format!("render: unable to parse template: {e}"))?;
-    let mut cat = entries_catalog(entries, file)
-        .map_err(|e| format!("render: unable to create declarative config from entries: {e}"))?;
-    valid(&cat).map_err(|e| format!("render: entries are not valid FBC: {e}"))?;
+        parse(doc).map_err(|e| Error::from(format!("render: unable to parse template: {e}")))?;
+    let mut cat = entries_catalog(entries, file).map_err(|e| {
+        Error::from(format!(
+            "render: unable to create declarative config from entries: {e}"
+        ))
+    })?;
+    valid(&cat).map_err(|e| Error::from(format!("render: entries are not valid FBC: {e}")))?;
     let mut bases = std::collections::BTreeSet::new();
     let mut names = std::collections::BTreeMap::new();
     for s in &substitutions {
         if !bases.insert(s.base.as_str()) {
-            return Err(format!(
+            return Err(Error::from(format!(
                 "render: cannot reuse the same substitution base {}",
                 go_quote(&s.base)
-            ));
+            )));
         }
         if let Some(other) = names.insert(s.name.as_str(), s.base.as_str()) {
-            return Err(format!(
+            return Err(Error::from(format!(
                 "render: cannot reuse the same substitution {} for different bases ({} and {})",
                 go_quote(&s.name),
                 go_quote(other),
                 go_quote(&s.base)
-            ));
+            )));
         }
         substitute(&mut cat, s, renderer).map_err(|e| {
             format!(
@@ -68,9 +71,9 @@ pub fn render(
 
 /// The template's entries (FBC objects) and substitutions. Keys match as Go's
 /// `encoding/json` matches them (any case).
-pub fn parse(doc: &Value) -> Result<(Vec<Value>, Vec<Substitute>), String> {
+pub fn parse(doc: &Value) -> Result<(Vec<Value>, Vec<Substitute>), Error> {
     let m = doc.as_object().ok_or("the template is not a mapping")?;
-    let unmarshal = |what: &str| format!("unmarshalling template: {what}");
+    let unmarshal = |what: &str| Error::from(format!("unmarshalling template: {what}"));
     let string = |v: Option<&Value>, what: &str| match v {
         None | Some(Value::Null) => Ok(String::new()),
         Some(Value::String(s)) => Ok(s.clone()),
@@ -102,22 +105,22 @@ pub fn parse(doc: &Value) -> Result<(Vec<Value>, Vec<Substitute>), String> {
         });
     }
     if declared != SCHEMA {
-        return Err(format!(
+        return Err(Error::from(format!(
             "template has unknown schema ({}), should be {}",
             go_quote(&declared),
             go_quote(SCHEMA)
-        ));
+        )));
     }
     Ok((entries, substitutions))
 }
 
 /// The entries as a catalog, typed by the same decoder as a catalog file.
-fn entries_catalog(entries: Vec<Value>, file: &str) -> Result<Catalog, String> {
+fn entries_catalog(entries: Vec<Value>, file: &str) -> Result<Catalog, Error> {
     let mut diags = Vec::new();
     let mut decls: Vec<Decl> = Vec::new();
     for (i, e) in entries.into_iter().enumerate() {
         if !e.is_object() {
-            return Err(format!("entries[{i}] is not a mapping"));
+            return Err(Error::from(format!("entries[{i}] is not a mapping")));
         }
         super::decode_entry(&e, file, &mut decls, &mut diags)?;
     }
@@ -125,7 +128,7 @@ fn entries_catalog(entries: Vec<Value>, file: &str) -> Result<Catalog, String> {
 }
 
 /// The catalog passes upstream's rules (what opm's conversion to its model checks).
-fn valid(cat: &Catalog) -> Result<(), String> {
+fn valid(cat: &Catalog) -> Result<(), Error> {
     let (mut errors, mut warnings) = (Vec::new(), Vec::new());
     match crate::validate::check(cat.clone(), &mut errors, &mut warnings) {
         Ok(_) => Ok(()),
@@ -133,12 +136,13 @@ fn valid(cat: &Catalog) -> Result<(), String> {
             .iter()
             .map(|d| crate::text::one_line(&d.message))
             .collect::<Vec<_>>()
-            .join("; ")),
+            .join("; ")
+            .into()),
     }
 }
 
 /// A bundle's version and release, compared as upstream compares them.
-fn version_release(b: &Bundle, what: &str, named: &str) -> Result<VersionRelease, String> {
+fn version_release(b: &Bundle, what: &str, named: &str) -> Result<VersionRelease, Error> {
     let v = b.version();
     let version = semver::Version::parse(&v).map_err(|e| {
         format!(
@@ -202,7 +206,7 @@ fn substitute(
     cat: &mut Catalog,
     s: &Substitute,
     renderer: &mut BundleRenderer<'_>,
-) -> Result<(), String> {
+) -> Result<(), Error> {
     if s.name.is_empty() {
         return Err("substitution name cannot be empty".into());
     }
@@ -219,25 +223,25 @@ fn substitute(
         )
     })?;
     let Some(sub) = rendered.into_iter().next() else {
-        return Err(format!(
+        return Err(Error::from(format!(
             "rendered bundle image reference {} contains no bundles",
             go_quote(&s.name)
-        ));
+        )));
     };
     let sub_vr = version_release(&sub, "substitute", &s.name)?;
     let Some(base) = cat.packages.values().find_map(|p| p.bundles.get(&s.base)) else {
-        return Err(format!(
+        return Err(Error::from(format!(
             "base bundle {} does not exist in catalog",
             go_quote(&s.base)
-        ));
+        )));
     };
     let base_vr = version_release(base, "base", &s.base)?;
     if base_vr.cmp(&sub_vr) != Ordering::Less {
-        return Err(format!(
+        return Err(Error::from(format!(
             "base bundle {} is not less than substitute bundle {}",
             go_quote(&s.base),
             go_quote(&s.name)
-        ));
+        )));
     }
     for ch in cat
         .packages
@@ -269,7 +273,7 @@ fn substitute(
             }
         }
     }
-    let invalid = |e: String| format!("resulting config is not valid FBC: {e}");
+    let invalid = |e: String| Error::from(format!("resulting config is not valid FBC: {e}"));
     let Some(pkg) = cat.packages.get_mut(&sub.package) else {
         return Err(invalid(format!(
             "unknown package {} for bundle {}",
@@ -285,7 +289,7 @@ fn substitute(
         )));
     }
     pkg.bundles.insert(sub.name.clone(), sub);
-    valid(cat).map_err(invalid)
+    valid(cat).map_err(|e| invalid(e.to_string()))
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use crate::model::{prop, Property, RelatedImage};
 use serde_json::json;
 
 /// Upstream's mock renderer.
-fn mock(r: &str) -> Result<Vec<Bundle>, String> {
+fn mock(r: &str) -> Result<Vec<Bundle>, Error> {
     let (mut version, mut release) = ("1.0.0".to_string(), String::new());
     if let [_, tag] = r.split(":v").collect::<Vec<_>>()[..] {
         match tag.split_once('-') {
@@ -69,7 +69,7 @@ fn channel_meta(name: &str, entries: Value) -> Value {
     json!({"schema": "olm.channel", "name": name, "package": "testoperator", "entries": entries})
 }
 
-fn run(entries: Vec<Value>, substitutions: &[(&str, &str)]) -> Result<Catalog, String> {
+fn run(entries: Vec<Value>, substitutions: &[(&str, &str)]) -> Result<Catalog, Error> {
     let subs: Vec<Value> = substitutions
         .iter()
         .map(|(n, b)| json!({"name": n, "base": b}))
@@ -101,7 +101,7 @@ fn two_bundles() -> Vec<Value> {
     ]
 }
 
-fn parse_yaml(text: &str) -> Result<(Vec<Value>, Vec<Substitute>), String> {
+fn parse_yaml(text: &str) -> Result<(Vec<Value>, Vec<Substitute>), Error> {
     parse(&super::super::first_document(text)?)
 }
 
@@ -132,11 +132,12 @@ fn parse_spec_success_and_errors() {
         "schema: olm.template.invalid\nentries: []\nsubstitutions: []\n",
         "entries: []\nsubstitutions: []\n",
     ] {
-        let e = parse_yaml(bad).unwrap_err();
+        let e = parse_yaml(bad).unwrap_err().to_string();
         assert!(e.contains("template has unknown schema"), "{e}");
     }
     let e = parse_yaml("schema: olm.template.substitutes\nentries: [\nsubstitutions: []\n")
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("decoding template"), "{e}");
 }
 
@@ -283,7 +284,7 @@ fn render_errors() {
         ),
     ];
     for (entries, subs, want) in cases {
-        let e = run(entries, &subs).unwrap_err();
+        let e = run(entries, &subs).unwrap_err().to_string();
         assert!(e.contains(want), "{e} does not contain {want}");
     }
 }

@@ -237,19 +237,36 @@ fn schema_of(ty: &str) -> Option<&'static Struct> {
     })
 }
 
+/// A property value upstream's `property.Parse` refuses: Go's text.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct PropertyError(String);
+
+impl From<String> for PropertyError {
+    fn from(go_text: String) -> Self {
+        PropertyError(go_text)
+    }
+}
+
+impl From<&str> for PropertyError {
+    fn from(go_text: &str) -> Self {
+        PropertyError(go_text.to_string())
+    }
+}
+
 /// Go's message for a value that is missing (empty raw JSON).
 pub const EMPTY_VALUE: &str = "unexpected end of JSON input";
 
 /// Decodes a property value (canonical JSON, or "" when the property had no `value`) the way
 /// upstream's `property.Parse` does; the error is Go's text.
-pub fn check(ty: &str, value: &str) -> Result<(), String> {
+pub fn check(ty: &str, value: &str) -> Result<(), PropertyError> {
     if value.is_empty() {
         return Err(EMPTY_VALUE.into());
     }
     let Some(schema) = schema_of(ty) else {
         return serde_json::from_str::<serde::de::IgnoredAny>(value)
             .map(|_| ())
-            .map_err(|e| e.to_string());
+            .map_err(|e| PropertyError::from(e.to_string()));
     };
     // Checked while parsing, with no value tree built: the blob is canonical (keys sorted),
     // so the first error met is the first in key order, as in Go.
@@ -264,8 +281,8 @@ pub fn check(ty: &str, value: &str) -> Result<(), String> {
     )
     .and_then(|()| de.end());
     match (res, ctx.error) {
-        (_, Some(go)) => Err(go),
-        (Err(e), None) => Err(e.to_string()),
+        (_, Some(go)) => Err(PropertyError::from(go)),
+        (Err(e), None) => Err(PropertyError::from(e.to_string())),
         (Ok(()), None) => Ok(()),
     }
 }
@@ -524,7 +541,7 @@ mod tests {
             ("olm.channel", "", "unexpected end of JSON input"),
         ];
         for (ty, v, want) in cases {
-            assert_eq!(check(ty, v).unwrap_err(), want, "{ty} {v}");
+            assert_eq!(check(ty, v).unwrap_err().to_string(), want, "{ty} {v}");
         }
         for (ty, v) in [
             ("olm.package", r#"{"packageName":null,"extra":[1]}"#),

@@ -336,7 +336,7 @@ fn decode_yaml_stream(text: &str, f: &mut dyn FnMut(Value, usize)) -> Result<(),
         owned = format!("{text}\n");
         &owned
     };
-    crate::yaml::check_flow_depth(text).map_err(|e| (0, e))?;
+    crate::yaml::check_flow_depth(text).map_err(|e| (0, e.to_string()))?;
     for (i, de) in yaml_serde::Deserializer::from_str(text).enumerate() {
         match Value::deserialize(de) {
             Ok(v) => f(v, i),

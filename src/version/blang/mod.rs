@@ -14,7 +14,7 @@ use crate::text::go_quote;
 use semver::{BuildMetadata, Prerelease, Version};
 
 /// Strict blang `Parse`: `MAJOR.MINOR.PATCH[-pre][+build]`, no `v`, no leading zeros.
-pub fn parse_version(s: &str) -> Result<Version, String> {
+pub fn parse_version(s: &str) -> Result<Version, VersionError> {
     if s.is_empty() {
         return Err("Version string empty".into());
     }
@@ -39,38 +39,39 @@ pub fn parse_version(s: &str) -> Result<Version, String> {
             return Err("Prerelease is empty".into());
         } else if all_digits(id) {
             if id.len() > 1 && id.starts_with('0') {
-                return Err(format!(
+                return Err(VersionError::from(format!(
                     "Numeric PreRelease version must not contain leading zeroes {}",
                     go_quote(id)
-                ));
+                )));
             }
             parse_uint(id)?;
         } else if !id.bytes().all(is_ident_byte) {
-            return Err(format!(
+            return Err(VersionError::from(format!(
                 "Invalid character(s) found in prerelease {}",
                 go_quote(id)
-            ));
+            )));
         }
     }
     for id in build.iter().flat_map(|b| b.split('.')) {
         if id.is_empty() {
             return Err("Build meta data is empty".into());
         } else if !id.bytes().all(is_ident_byte) {
-            return Err(format!(
+            return Err(VersionError::from(format!(
                 "Invalid character(s) found in build meta data {}",
                 go_quote(id)
-            ));
+            )));
         }
     }
     let mut v = Version::new(major, minor, patch);
-    v.pre = Prerelease::new(pre.unwrap_or("")).map_err(|e| e.to_string())?;
-    v.build = BuildMetadata::new(build.unwrap_or("")).map_err(|e| e.to_string())?;
+    v.pre = Prerelease::new(pre.unwrap_or("")).map_err(|e| VersionError::from(e.to_string()))?;
+    v.build =
+        BuildMetadata::new(build.unwrap_or("")).map_err(|e| VersionError::from(e.to_string()))?;
     Ok(v)
 }
 
 /// blang `ParseTolerant`: trims whitespace and one leading `v`, strips leading zeros from
 /// the three dot-separated parts and fills in a missing minor/patch with `0`.
-pub fn parse_tolerant(s: &str) -> Result<Version, String> {
+pub fn parse_tolerant(s: &str) -> Result<Version, VersionError> {
     let s = s.trim();
     let s = s.strip_prefix('v').unwrap_or(s);
     let mut parts: Vec<String> = s
@@ -115,6 +116,23 @@ enum Op {
     Ge,
     Lt,
     Le,
+}
+
+/// A `Parse` or `ParseTolerant` failure, in blang's words.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct VersionError(String);
+
+impl From<String> for VersionError {
+    fn from(words: String) -> Self {
+        VersionError(words)
+    }
+}
+
+impl From<&str> for VersionError {
+    fn from(words: &str) -> Self {
+        VersionError(words.to_string())
+    }
 }
 
 /// A `ParseRange` failure; `message` is blang's error text.
@@ -316,30 +334,30 @@ fn precedence(a: &Version, b: &Version) -> Ordering {
 }
 
 /// Digits only; mirrors blang's leading-zero check and Go's `ParseUint` errors.
-fn number(s: &str, lower: &str, upper: &str) -> Result<u64, String> {
+fn number(s: &str, lower: &str, upper: &str) -> Result<u64, VersionError> {
     if !all_digits(s) {
-        return Err(format!(
+        return Err(VersionError::from(format!(
             "Invalid character(s) found in {lower} number {}",
             go_quote(s)
-        ));
+        )));
     }
     if s.len() > 1 && s.starts_with('0') {
-        return Err(format!(
+        return Err(VersionError::from(format!(
             "{upper} number must not contain leading zeroes {}",
             go_quote(s)
-        ));
+        )));
     }
     parse_uint(s)
 }
 
-fn parse_uint(s: &str) -> Result<u64, String> {
+fn parse_uint(s: &str) -> Result<u64, VersionError> {
     s.parse::<u64>().map_err(|_| {
         let why = if s.is_empty() {
             "invalid syntax"
         } else {
             "value out of range"
         };
-        format!("strconv.ParseUint: parsing {}: {why}", go_quote(s))
+        VersionError::from(format!("strconv.ParseUint: parsing {}: {why}", go_quote(s)))
     })
 }
 
