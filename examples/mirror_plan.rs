@@ -56,7 +56,10 @@ fn run() -> Result<(), String> {
     let cfg = opreg::mirror::run::read_config(&a.config).map_err(|e| e.detail())?;
     let opts = PlanOptions {
         image: opreg::image::ImageOptions {
-            use_http: a.use_http,
+            connection: opreg::registry::Connection {
+                use_http: a.use_http,
+                ..Default::default()
+            },
             image_cache: a.image_cache,
             ..Default::default()
         },

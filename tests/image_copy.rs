@@ -7,7 +7,7 @@ use crate::registry_support;
 use opreg::image::copy::{copy, Copied, CopyOptions};
 use opreg::image::reference::{parse_source, ImageSource};
 use opreg::progress::Silent;
-use opreg::registry::Connection;
+use opreg::registry::{Connection, Connections};
 use registry_support::ctx::Ctx;
 use registry_support::faults::{Action, Faults, Seen};
 use registry_support::pki::Pki;
@@ -16,11 +16,15 @@ use std::process::Command;
 use std::sync::Arc;
 
 fn opts() -> CopyOptions {
-    let args = opreg::image::ImageOptions {
+    CopyOptions::default()
+}
+
+/// Both sides over plain HTTP.
+fn http() -> Connections {
+    Connections::same(Connection {
         use_http: true,
         ..Default::default()
-    };
-    CopyOptions::new(args.connection())
+    })
 }
 
 fn src(s: &str) -> ImageSource {
@@ -28,7 +32,7 @@ fn src(s: &str) -> ImageSource {
 }
 
 fn run(from: &str, to: &str, o: &CopyOptions) -> Copied {
-    copy(&src(from), &src(to), o, &Silent).unwrap_or_else(|e| panic!("{e:#}"))
+    copy(&src(from), &src(to), &http(), o, &Silent).unwrap_or_else(|e| panic!("{e:#}"))
 }
 
 /// `skopeo inspect --raw` of a `docker://` or `oci:` reference.
@@ -331,12 +335,13 @@ fn each_side_of_a_copy_trusts_its_own_cert_dir() {
         ..Default::default()
     };
     // One connection for both sides: the source's certificate does not verify.
-    let mut o = CopyOptions::new(side(pki_b.ca_only_dir()));
-    let err = copy(&src(&from), &src(&to), &o, &Silent).unwrap_err();
+    let mut sides = Connections::same(side(pki_b.ca_only_dir()));
+    let err = copy(&src(&from), &src(&to), &sides, &opts(), &Silent).unwrap_err();
     assert!(format!("{err:#}").contains("certificate"), "{err:#}");
     // Each side its own directory.
-    o.source_connection = Some(side(pki_a.ca_only_dir()));
-    assert_eq!(run(&from, &to, &o).digest, digest);
+    sides.source = side(pki_a.ca_only_dir());
+    let copied = copy(&src(&from), &src(&to), &sides, &opts(), &Silent).unwrap();
+    assert_eq!(copied.digest, digest);
 }
 
 #[test]
@@ -345,7 +350,7 @@ fn a_missing_source_is_one_line_naming_both_references() {
     let ctx = Ctx::new();
     let from = format!("{}/nothing/here:v1", reg.host());
     let to = format!("oci:{}:v1", ctx.path("out").display());
-    let e = copy(&src(&from), &src(&to), &opts(), &Silent).unwrap_err();
+    let e = copy(&src(&from), &src(&to), &http(), &opts(), &Silent).unwrap_err();
     let msg = format!("{e:#}");
     assert!(!msg.contains('\n'), "{msg}");
     assert!(msg.starts_with(&format!("copy {from} to {to}: ")), "{msg}");

@@ -1,6 +1,7 @@
 //! `opreg image build` and `opreg image push`: argument parsing and printing only; the work is
 //! [`crate::imagebuild`]'s and [`crate::image::push`]'s.
 
+use super::connection_args::{DestFlags, RegistryArgs, SrcFlags};
 use super::output;
 use crate::error::Error;
 use crate::imagebuild::{self as build, BuildOptions, Target};
@@ -149,89 +150,17 @@ pub struct BuildArgs {
     pub dest: DestFlags,
 }
 
-// The flags for the registries images are read from (SOURCEs, --base), where they differ from
-// the registry pushed to; each adds to --use-http, --skip-tls-verify and --cert-dir, which
-// apply to both sides.
+// The image flags that apply to building and pushing (the source's and the base's pulls, the
+// push); the platform is --platform above.
 #[derive(clap::Args, Debug, Clone)]
-#[command(next_help_heading = "Image sources")]
-pub struct SrcFlags {
-    /// Talk plain HTTP to the registries images are read from (SOURCEs, --base).
-    #[arg(long)]
-    pub src_use_http: bool,
-    /// Do not verify the TLS certificates of the registries images are read from.
-    #[arg(long)]
-    pub src_skip_tls_verify: bool,
-    /// --cert-dir for the registries images are read from (SOURCEs, --base).
-    #[arg(long, value_name = "DIR")]
-    pub src_cert_dir: Option<std::path::PathBuf>,
-}
-
-// The flags for the registry pushed to, where it differs from the ones read from.
-#[derive(clap::Args, Debug, Clone)]
-#[command(next_help_heading = "Image sources")]
-pub struct DestFlags {
-    /// Talk plain HTTP to the registry pushed to.
-    #[arg(long)]
-    pub dest_use_http: bool,
-    /// Do not verify the TLS certificate of the registry pushed to.
-    #[arg(long)]
-    pub dest_skip_tls_verify: bool,
-    /// --cert-dir for the registry pushed to.
-    #[arg(long, value_name = "DIR")]
-    pub dest_cert_dir: Option<std::path::PathBuf>,
-}
-
-// The image flags that apply to building (the source's and the base's pulls); the platform is
-// --platform above.
-#[derive(clap::Args, Debug, Clone)]
-#[command(next_help_heading = "Image sources")]
+#[command(next_help_heading = "Registries")]
 pub struct ImageFlags {
-    /// Talk plain HTTP to registries.
-    #[arg(long)]
-    pub use_http: bool,
-    /// Do not verify registries' TLS certificates.
-    #[arg(long)]
-    pub skip_tls_verify: bool,
-    /// A directory of the registry's CA certificates (`*.crt`) and client certificate
-    /// (`NAME.cert` with `NAME.key`), in place of containers' certs.d directory for it.
-    #[arg(long, value_name = "DIR")]
-    pub cert_dir: Option<std::path::PathBuf>,
-    /// Longest wait, in seconds, on a registry that sends nothing.
-    #[arg(long, value_name = "SECONDS", default_value_t = 30)]
-    pub registry_timeout: u64,
+    #[command(flatten)]
+    pub registries: RegistryArgs,
     /// When pushing, blobs larger than this go in chunks of this many bytes (lower it for a
     /// registry or proxy that refuses large requests with 413).
     #[arg(long, value_name = "BYTES", default_value_t = 16 << 20, value_parser = clap::value_parser!(u64).range(1..))]
     pub chunk_size: u64,
-}
-
-impl ImageFlags {
-    /// The options for one side: its own flags added to the shared ones, its --*-cert-dir in
-    /// place of --cert-dir.
-    fn side(
-        &self,
-        use_http: bool,
-        skip_tls_verify: bool,
-        cert_dir: &Option<std::path::PathBuf>,
-    ) -> crate::image::ImageOptions {
-        crate::image::ImageOptions {
-            use_http: self.use_http || use_http,
-            skip_tls_verify: self.skip_tls_verify || skip_tls_verify,
-            registry_timeout: self.registry_timeout,
-            cert_dir: cert_dir.clone().or_else(|| self.cert_dir.clone()),
-            ..Default::default()
-        }
-    }
-
-    /// The registries images are read from.
-    fn src(&self, s: &SrcFlags) -> crate::image::ImageOptions {
-        self.side(s.src_use_http, s.src_skip_tls_verify, &s.src_cert_dir)
-    }
-
-    /// The registry pushed to.
-    fn dest(&self, d: &DestFlags) -> crate::image::ImageOptions {
-        self.side(d.dest_use_http, d.dest_skip_tls_verify, &d.dest_cert_dir)
-    }
 }
 
 pub fn run(a: Args) -> super::Ended {
@@ -255,7 +184,10 @@ fn run_push(a: PushArgs) -> super::Ended {
     let run = build::run::PushRun {
         source: &a.source,
         target: &a.target,
-        dest: a.image.dest(&a.dest),
+        dest: crate::image::ImageOptions {
+            connection: a.image.registries.destination(&a.dest),
+            ..Default::default()
+        },
         chunk_size: a.image.chunk_size,
         sign_key: key.as_ref(),
     };
@@ -336,7 +268,8 @@ fn run_build(a: BuildArgs) -> super::Ended {
         sources: a.sources.clone(),
         image: crate::image::ImageOptions {
             signature_policy: a.signature_policy.clone(),
-            ..a.image.src(&a.src)
+            connection: a.image.registries.source(&a.src),
+            ..Default::default()
         },
         base: a.base.clone(),
         platforms,
@@ -347,7 +280,6 @@ fn run_build(a: BuildArgs) -> super::Ended {
         progress: super::progress::reporter(a.quiet),
     };
     let run = build::run::RunOptions {
-        dest: a.image.dest(&a.dest).connection(),
         build: opts,
         targets,
         push: a.push,
@@ -357,7 +289,8 @@ fn run_build(a: BuildArgs) -> super::Ended {
     };
     let quiet = a.quiet;
     let bar = super::progress::Drawer::copy(quiet || !a.push, "pushing");
-    let done = build::run::run(&run, &bar, &mut |e| report_build(e, quiet));
+    let dest = a.image.registries.destination(&a.dest);
+    let done = build::run::run(&run, &dest, &bar, &mut |e| report_build(e, quiet));
     drop(bar);
     match done {
         // The digest file is the library's; stdout gets the digest.

@@ -1,9 +1,8 @@
 //! The image flags every image-reading command shares, turned into the library's
 //! [`ImageOptions`].
 
-use crate::image::{
-    ImageOptions, DEFAULT_MAX_LAYER_SIZE, DEFAULT_MAX_MANIFEST_SIZE, DEFAULT_REGISTRY_TIMEOUT,
-};
+use super::connection_args::RegistryArgs;
+use crate::image::{ImageOptions, DEFAULT_MAX_LAYER_SIZE, DEFAULT_MAX_MANIFEST_SIZE};
 use std::path::PathBuf;
 
 // Options for SOURCEs that are image references, flattened into each subcommand. (A plain
@@ -11,12 +10,8 @@ use std::path::PathBuf;
 #[derive(clap::Args, Debug, Clone)]
 #[command(next_help_heading = "Image sources")]
 pub struct ImageArgs {
-    /// Talk plain HTTP to registries (opm's --use-http).
-    #[arg(long)]
-    pub use_http: bool,
-    /// Do not verify registries' TLS certificates (opm's --skip-tls-verify).
-    #[arg(long)]
-    pub skip_tls_verify: bool,
+    #[command(flatten)]
+    pub registries: RegistryArgs,
     /// Deprecated in opm, kept for its scripts: plain HTTP, the same as --use-http.
     #[arg(long, hide = true, conflicts_with_all = ["use_http", "skip_tls_verify"])]
     pub skip_tls: bool,
@@ -30,14 +25,6 @@ pub struct ImageArgs {
     /// Keep no downloaded blobs.
     #[arg(long)]
     pub no_image_cache: bool,
-    /// A directory of the registry's CA certificates (`*.crt`) and client certificate
-    /// (`NAME.cert` with `NAME.key`), in place of containers' certs.d directory for it.
-    #[arg(long, value_name = "DIR")]
-    pub cert_dir: Option<PathBuf>,
-    /// Longest wait, in seconds, on a registry that sends nothing (connecting, the first byte
-    /// of an answer, or a body that stalls); a blob that keeps arriving is never cut.
-    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_REGISTRY_TIMEOUT)]
-    pub registry_timeout: u64,
     /// Largest manifest or image config accepted, in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_MANIFEST_SIZE)]
     pub max_manifest_size: u64,
@@ -53,14 +40,13 @@ pub struct ImageArgs {
 impl ImageArgs {
     /// The library's options for these flags.
     pub fn options(&self) -> ImageOptions {
+        let mut connection = self.registries.connection();
+        connection.use_http |= self.skip_tls;
         ImageOptions {
-            use_http: self.use_http || self.skip_tls,
-            skip_tls_verify: self.skip_tls_verify,
+            connection,
             platform: self.platform.clone(),
             image_cache: self.image_cache.clone(),
             no_image_cache: self.no_image_cache,
-            cert_dir: self.cert_dir.clone(),
-            registry_timeout: self.registry_timeout,
             max_manifest_size: self.max_manifest_size,
             max_layer_size: self.max_layer_size,
             signature_policy: self.signature_policy.clone(),

@@ -1,11 +1,11 @@
 //! `opreg mirror`: flags to [`crate::mirror::run::MirrorOptions`], a progress bar, and the
 //! summary; the work is [`crate::mirror`]'s.
 
+use super::connection_args::{DestFlags, RegistryArgs, SrcFlags};
 use super::output;
 use super::progress::{human, Drawer};
 use crate::error::Error;
 use crate::mirror::run::{self, Destination, MirrorOptions, Report};
-use crate::registry::Connection;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -78,57 +78,18 @@ pub struct Args {
     pub sides: Sides,
 }
 
-// The connection flags, for both sides or for one.
+// The connection flags, for both sides or for one, and the catalogs' blob cache.
 #[derive(clap::Args, Debug, Clone)]
-#[command(next_help_heading = "Connections")]
 pub struct Sides {
-    /// Talk plain HTTP to both registries.
-    #[arg(long)]
-    pub use_http: bool,
-    /// Talk plain HTTP to the source registries.
-    #[arg(long)]
-    pub src_use_http: bool,
-    /// Talk plain HTTP to the destination registry.
-    #[arg(long)]
-    pub dest_use_http: bool,
-    /// Do not verify either side's TLS certificates.
-    #[arg(long)]
-    pub skip_tls_verify: bool,
-    /// Do not verify the source registries' TLS certificates.
-    #[arg(long)]
-    pub src_skip_tls_verify: bool,
-    /// Do not verify the destination registry's TLS certificate.
-    #[arg(long)]
-    pub dest_skip_tls_verify: bool,
-    /// CA certificates (`*.crt`) and client certificate (`NAME.cert`, `NAME.key`) for both
-    /// sides, in place of containers' certs.d directories.
-    #[arg(long, value_name = "DIR")]
-    pub cert_dir: Option<PathBuf>,
-    /// The same, for the source registries only.
-    #[arg(long, value_name = "DIR")]
-    pub src_cert_dir: Option<PathBuf>,
-    /// The same, for the destination registry only.
-    #[arg(long, value_name = "DIR")]
-    pub dest_cert_dir: Option<PathBuf>,
-    /// Longest wait, in seconds, on a registry that sends nothing.
-    #[arg(long, value_name = "SECONDS", default_value_t = 30)]
-    pub registry_timeout: u64,
+    #[command(flatten)]
+    pub registries: RegistryArgs,
+    #[command(flatten)]
+    pub src: SrcFlags,
+    #[command(flatten)]
+    pub dest: DestFlags,
     /// Content-addressed blob cache for the catalogs' pulls [default: as for render].
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", help_heading = "Registries")]
     pub image_cache: Option<PathBuf>,
-}
-
-impl Sides {
-    fn connection(&self, use_http: bool, skip: bool, cert_dir: &Option<PathBuf>) -> Connection {
-        Connection {
-            use_http: self.use_http || use_http,
-            skip_tls_verify: self.skip_tls_verify || skip,
-            timeout: Duration::from_secs(self.registry_timeout.max(1)),
-            cert_dir: cert_dir.clone().or_else(|| self.cert_dir.clone()),
-            retries: Default::default(),
-            deadline: None,
-        }
-    }
 }
 
 pub fn run(a: Args) -> super::Ended {
@@ -137,7 +98,8 @@ pub fn run(a: Args) -> super::Ended {
         Err(e) => return e.into(),
     };
     let bar = Drawer::mirror(a.quiet);
-    let result = run::mirror(&opts, &bar);
+    let dest = a.sides.registries.destination(&a.sides.dest);
+    let result = run::mirror(&opts, &dest, &bar);
     drop(bar);
     match result {
         Ok(report) => summary(&report, &opts, a.quiet),
@@ -147,13 +109,8 @@ pub fn run(a: Args) -> super::Ended {
 
 fn options(a: &Args) -> Result<MirrorOptions, Error> {
     let s = &a.sides;
-    let source = s.connection(s.src_use_http, s.src_skip_tls_verify, &s.src_cert_dir);
-    let dest = s.connection(s.dest_use_http, s.dest_skip_tls_verify, &s.dest_cert_dir);
     let image = crate::image::ImageOptions {
-        use_http: source.use_http,
-        skip_tls_verify: source.skip_tls_verify,
-        cert_dir: source.cert_dir.clone(),
-        registry_timeout: s.registry_timeout,
+        connection: s.registries.source(&s.src),
         image_cache: s.image_cache.clone(),
         signature_policy: a.signature_policy.clone(),
         ..Default::default()
@@ -180,8 +137,6 @@ fn options(a: &Args) -> Result<MirrorOptions, Error> {
         image_timeout: Some(a.image_timeout),
         dry_run: a.dry_run,
         image,
-        source,
-        dest,
         parallel_images: a.parallel_images,
         parallel_layers: a.parallel_layers,
         keep_going: a.keep_going,

@@ -12,6 +12,7 @@
 //! | [`output`] | every line printed, stdout and stderr, following `--log-format` |
 //! | [`progress`] | a copy's progress drawn on stderr |
 //! | [`values`] | library enums as flag values (`ValueEnum`) |
+//! | [`connection_args`] | the connection flags, plain, `--src-` and `--dest-`, and their merge |
 //! | [`image_args`] | the image flags every image-reading command shares |
 //! | [`ingest`], [`validate`], [`list`], [`upgrade`], [`diff`], [`graph`] | the catalog commands |
 //! | [`render`], [`render_template`], [`convert_template`], [`init`], [`migrate`] | the authoring commands |
@@ -20,6 +21,7 @@
 //! | [`completions`] | shell completions and man pages |
 
 pub mod completions;
+pub mod connection_args;
 pub mod convert_template;
 pub mod diff;
 pub mod generate;

@@ -2,6 +2,7 @@
 //! `--sign-key` handling `image build` and `image push` share: argument parsing and printing
 //! only; the work is [`crate::sign::keys`]' and [`crate::image::signature`]'s.
 
+use super::connection_args::RegistryArgs;
 use super::output;
 use crate::error::Error;
 use crate::image::signature;
@@ -32,7 +33,7 @@ pub struct SignArgs {
     #[arg(long, value_name = "FILE")]
     pub passphrase_file: Option<PathBuf>,
     #[command(flatten)]
-    pub image: RegistryFlags,
+    pub image: RegistryArgs,
 }
 
 #[derive(clap::Args, Debug)]
@@ -44,38 +45,7 @@ pub struct VerifyArgs {
     #[arg(long, value_name = "FILE")]
     pub key: PathBuf,
     #[command(flatten)]
-    pub image: RegistryFlags,
-}
-
-// How to reach the registry (the connection flags of `image push`, without its upload ones).
-#[derive(clap::Args, Debug, Clone)]
-#[command(next_help_heading = "Registry")]
-pub struct RegistryFlags {
-    /// Talk plain HTTP to registries.
-    #[arg(long)]
-    pub use_http: bool,
-    /// Do not verify registries' TLS certificates.
-    #[arg(long)]
-    pub skip_tls_verify: bool,
-    /// A directory of the registry's CA certificates (`*.crt`) and client certificate
-    /// (`NAME.cert` with `NAME.key`), in place of containers' certs.d directory for it.
-    #[arg(long, value_name = "DIR")]
-    pub cert_dir: Option<PathBuf>,
-    /// Longest wait, in seconds, on a registry that sends nothing.
-    #[arg(long, value_name = "SECONDS", default_value_t = 30)]
-    pub registry_timeout: u64,
-}
-
-impl RegistryFlags {
-    fn args(&self) -> crate::image::ImageOptions {
-        crate::image::ImageOptions {
-            use_http: self.use_http,
-            skip_tls_verify: self.skip_tls_verify,
-            registry_timeout: self.registry_timeout,
-            cert_dir: self.cert_dir.clone(),
-            ..Default::default()
-        }
-    }
+    pub image: RegistryArgs,
 }
 
 /// The passphrase ([`crate::sign::passphrase`]'s order), asked on the terminal when it comes
@@ -121,8 +91,8 @@ pub fn run_sign(a: SignArgs) -> super::Ended {
         let r =
             signature::registry_reference(&a.reference).map_err(|e| Error::Usage(e.to_string()))?;
         let key = signing_key(&a.key, a.passphrase_file.as_deref())?;
-        let args = a.image.args();
-        signature::sign(&r, &key, &args.connection(), args.max_manifest_size).map_err(|e| {
+        let limit = crate::image::DEFAULT_MAX_MANIFEST_SIZE;
+        signature::sign(&r, &key, &a.image.connection(), limit).map_err(|e| {
             Error::failed(format!(
                 "signing {}: {}",
                 a.reference,
@@ -159,8 +129,8 @@ pub fn run_verify(a: VerifyArgs) -> super::Ended {
         let r =
             signature::registry_reference(&a.reference).map_err(|e| Error::Usage(e.to_string()))?;
         let key = keys::read_public_key_file(&a.key).map_err(Error::failed)?;
-        let args = a.image.args();
-        signature::verify(&r, &[key], &args.connection(), args.max_manifest_size)
+        let limit = crate::image::DEFAULT_MAX_MANIFEST_SIZE;
+        signature::verify(&r, &[key], &a.image.connection(), limit)
             .map_err(|e| Error::failed(format!("{}: {}", a.reference, crate::text::one_line(&e))))
     })();
     match done {

@@ -16,20 +16,15 @@ use crate::oci::source::BlobSource;
 pub use crate::progress::Sent;
 use crate::progress::{Event, Progress};
 use crate::registry::upload::Sending;
-use crate::registry::{Connection, Registry};
+use crate::registry::{Connection, Connections, Registry};
 use anyhow::{anyhow, Result};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-/// How to copy.
+/// How to copy (how to reach each side is the caller's [`Connections`], given beside).
 #[derive(Clone, Debug)]
 pub struct CopyOptions {
-    /// How to reach the destination's registry (and the source's, unless `source_connection`).
-    pub connection: Connection,
-    /// How to reach the source's registry, when it differs from the destination's
-    /// (`--src-cert-dir` beside `--dest-cert-dir`); `None`: `connection` for both.
-    pub source_connection: Option<Connection>,
     /// A repository of the destination's registry that may hold some of the blobs (a base
     /// image's): they are mounted from it. Without one, a source repository on the same
     /// registry is mounted from.
@@ -44,24 +39,15 @@ pub struct CopyOptions {
     pub in_flight: Arc<InFlight>,
 }
 
-impl CopyOptions {
-    pub fn new(connection: Connection) -> CopyOptions {
+impl Default for CopyOptions {
+    fn default() -> CopyOptions {
         CopyOptions {
-            connection,
-            source_connection: None,
             mount_from: None,
             chunk_size: 16 << 20,
             max_manifest_size: 4 << 20,
             jobs: 4,
             in_flight: Arc::default(),
         }
-    }
-}
-
-impl CopyOptions {
-    /// The source side's connection.
-    pub fn source_side(&self) -> &Connection {
-        self.source_connection.as_ref().unwrap_or(&self.connection)
     }
 }
 
@@ -197,10 +183,11 @@ pub struct Copied {
 pub fn copy(
     from: &ImageSource,
     to: &ImageSource,
+    sides: &Connections,
     opts: &CopyOptions,
     progress: &dyn Progress,
 ) -> Result<Copied> {
-    copy_inner(from, &source_reference(from), to, opts, progress).map_err(|e| {
+    copy_inner(from, &source_reference(from), to, sides, opts, progress).map_err(|e| {
         anyhow!(
             "{}",
             crate::text::one_line(format!("copy {} to {}: {e:#}", name(from), name(to)))
@@ -224,10 +211,11 @@ pub fn copy_digest(
     from: &ImageSource,
     digest: &str,
     to: &ImageSource,
+    sides: &Connections,
     opts: &CopyOptions,
     progress: &dyn Progress,
 ) -> Result<Copied> {
-    copy_inner(from, digest, to, opts, progress)
+    copy_inner(from, digest, to, sides, opts, progress)
 }
 
 /// The tag or digest `from` names ("" for a layout's only image).
@@ -245,10 +233,11 @@ fn copy_inner(
     from: &ImageSource,
     reference: &str,
     to: &ImageSource,
+    sides: &Connections,
     opts: &CopyOptions,
     progress: &dyn Progress,
 ) -> Result<Copied> {
-    let mut src = open_source(from, opts.source_side())?;
+    let mut src = open_source(from, &sides.source)?;
     let image = crate::oci::image::read(&mut *src, reference, opts.max_manifest_size)?;
     progress.report(Event::Blobs {
         count: image.blobs.len(),
@@ -258,9 +247,9 @@ fn copy_inner(
         digest: image.digest().to_string(),
         ..Default::default()
     };
-    copy_blobs(&image.blobs, from, to, opts, progress, &mut out)?;
-    let sending = sending(opts);
-    let mut dest = Destination::open(to, &opts.connection, true)?;
+    copy_blobs(&image.blobs, from, to, sides, opts, progress, &mut out)?;
+    let sending = sending(&sides.destination, opts);
+    let mut dest = Destination::open(to, &sides.destination, true)?;
     for d in &image.children {
         dest.put_manifest(d, &sending)?;
         progress.report(Event::Manifest(&d.desc.digest));
@@ -272,12 +261,12 @@ fn copy_inner(
     Ok(out)
 }
 
-fn sending(opts: &CopyOptions) -> Sending {
+fn sending(dest: &Connection, opts: &CopyOptions) -> Sending {
     Sending {
         chunk_size: opts.chunk_size.max(1),
         retries: crate::registry::retry::Retries {
-            attempts: opts.connection.retries.attempts.max(1),
-            ..opts.connection.retries
+            attempts: dest.retries.attempts.max(1),
+            ..dest.retries
         },
     }
 }
@@ -294,6 +283,7 @@ fn copy_blobs(
     blobs: &[(String, u64)],
     from: &ImageSource,
     to: &ImageSource,
+    sides: &Connections,
     opts: &CopyOptions,
     progress: &dyn Progress,
     out: &mut Copied,
@@ -306,7 +296,7 @@ fn copy_blobs(
         for _ in 0..jobs {
             s.spawn(|| {
                 let result = (|| -> Result<()> {
-                    let mut worker = Worker::new(from, to, opts)?;
+                    let mut worker = Worker::new(from, to, sides, opts)?;
                     loop {
                         let i = next.fetch_add(1, Ordering::SeqCst);
                         if i >= blobs.len() || failed.load(Ordering::SeqCst) {
@@ -354,14 +344,20 @@ struct Worker<'a> {
     src: Box<dyn BlobSource + Send>,
     dest: Destination,
     opts: &'a CopyOptions,
+    sending: Sending,
     /// Where blobs may be mounted from.
     mount_from: Option<String>,
 }
 
 impl<'a> Worker<'a> {
-    fn new(from: &ImageSource, to: &ImageSource, opts: &'a CopyOptions) -> Result<Worker<'a>> {
-        let src = open_source(from, opts.source_side())?;
-        let dest = Destination::open(to, &opts.connection, true)?;
+    fn new(
+        from: &ImageSource,
+        to: &ImageSource,
+        sides: &Connections,
+        opts: &'a CopyOptions,
+    ) -> Result<Worker<'a>> {
+        let src = open_source(from, &sides.source)?;
+        let dest = Destination::open(to, &sides.destination, true)?;
         let mount_from = match to {
             ImageSource::Registry(r) => mount_source(from, r, opts),
             ImageSource::Layout { .. } => None,
@@ -370,13 +366,14 @@ impl<'a> Worker<'a> {
             src,
             dest,
             opts,
+            sending: sending(&sides.destination, opts),
             mount_from,
         })
     }
 
     fn blob(&mut self, digest: &str, size: u64) -> Result<Sent> {
         let (src, opts, mount_from) = (&mut self.src, self.opts, self.mount_from.as_deref());
-        let sending = sending(opts);
+        let sending = self.sending;
         let in_flight = &opts.in_flight;
         let Some((registry, repository)) = self
             .dest

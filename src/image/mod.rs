@@ -41,27 +41,20 @@ use crate::registry;
 use anyhow::{Context, Result};
 use reference::ImageSource;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 /// How image SOURCEs are read: the registry connection, the platform, the blob cache and the
 /// size limits. The command line fills it from its image flags (`cli::ImageOptions`).
 #[derive(Debug, Clone)]
 pub struct ImageOptions {
-    /// Talk plain HTTP to registries.
-    pub use_http: bool,
-    /// Do not verify registries' TLS certificates.
-    pub skip_tls_verify: bool,
+    /// How to reach registries: `--use-http`, `--skip-tls-verify`, `--cert-dir`,
+    /// `--registry-timeout`.
+    pub connection: registry::Connection,
     /// Platform to pick from multi-arch images (`None`: linux/<host architecture>).
     pub platform: Option<String>,
     /// Content-addressed blob cache (`None`: the default directory, [`cache::default_dir`]).
     pub image_cache: Option<PathBuf>,
     /// Keep no downloaded blobs.
     pub no_image_cache: bool,
-    /// A directory of the registry's CA certificates and client certificate, in place of
-    /// containers' certs.d directory for it.
-    pub cert_dir: Option<PathBuf>,
-    /// Longest wait, in seconds, on a registry that sends nothing.
-    pub registry_timeout: u64,
     /// Largest manifest or image config accepted, in bytes.
     pub max_manifest_size: u64,
     /// Largest layer accepted, and most bytes extracted from an image, in bytes.
@@ -74,13 +67,10 @@ pub struct ImageOptions {
 impl Default for ImageOptions {
     fn default() -> Self {
         ImageOptions {
-            use_http: false,
-            skip_tls_verify: false,
+            connection: registry::Connection::default(),
             platform: None,
             image_cache: None,
             no_image_cache: false,
-            cert_dir: None,
-            registry_timeout: DEFAULT_REGISTRY_TIMEOUT,
             max_manifest_size: DEFAULT_MAX_MANIFEST_SIZE,
             max_layer_size: DEFAULT_MAX_LAYER_SIZE,
             signature_policy: None,
@@ -319,7 +309,7 @@ pub fn current_digest(source: &Path, args: &ImageOptions) -> Result<Option<Strin
     };
     let fetched = match &image {
         ImageSource::Registry(r) => {
-            registry::Registry::new(r, &args.connection()).and_then(|mut reg| {
+            registry::Registry::new(r, &args.connection).and_then(|mut reg| {
                 registry::BlobSource::manifest(&mut reg, r.manifest_ref(), args.max_manifest_size)
             })
         }
@@ -356,27 +346,12 @@ pub fn check_signature_policy(source: &Path, args: &ImageOptions, digest: &str) 
     let Some(check) = check else { return Ok(()) };
     match &image {
         ImageSource::Registry(r) => {
-            let mut reg = registry::Registry::new(r, &args.connection())?;
+            let mut reg = registry::Registry::new(r, &args.connection)?;
             check.run(&mut reg, digest)
         }
         ImageSource::Layout { dir, .. } => check.run(&mut registry::Layout::open(dir)?, digest),
     }
     .map_err(|e| anyhow::anyhow!("image {text}: {}", crate::text::one_line(&e)))
-}
-
-impl ImageOptions {
-    /// How to reach a registry: `--use-http`, `--skip-tls-verify`, `--cert-dir`, the timeout
-    /// and the retries.
-    pub fn connection(&self) -> registry::Connection {
-        registry::Connection {
-            use_http: self.use_http,
-            skip_tls_verify: self.skip_tls_verify,
-            timeout: Duration::from_secs(self.registry_timeout.max(1)),
-            cert_dir: self.cert_dir.clone(),
-            retries: registry::retry::Retries::default(),
-            deadline: None,
-        }
-    }
 }
 
 fn pull_options(
@@ -413,7 +388,7 @@ fn pull_one(
 ) -> Result<pull::Pulled> {
     match image {
         ImageSource::Registry(r) => {
-            let mut reg = registry::Registry::new(r, &args.connection())?;
+            let mut reg = registry::Registry::new(r, &args.connection)?;
             pull::pull(&mut reg, r.manifest_ref(), opts, staging)
         }
         ImageSource::Layout { dir, tag } => {

@@ -11,51 +11,38 @@
 use super::copy::CopyOptions;
 use super::reference::{ImageSource, Reference};
 use crate::progress::Progress;
-use crate::registry::Connection;
+use crate::registry::{Connection, Connections};
 use anyhow::anyhow;
 use std::path::Path;
 
 pub use super::copy::Copied as Pushed;
 
-/// How to push.
-#[derive(Clone, Debug)]
-pub struct PushOptions {
-    pub connection: Connection,
-    /// A repository of the target's registry that may hold some of the blobs (the base
-    /// image's): they are mounted from it instead of uploaded.
-    pub mount_from: Option<String>,
-    /// Blobs larger than this go in chunks of this size.
-    pub chunk_size: u64,
-    /// Blobs sent at the same time. One by default, so that a refusal stops the push after
-    /// one request, as `image push` always did.
-    pub jobs: usize,
-}
-
-impl PushOptions {
-    pub fn new(connection: Connection) -> PushOptions {
-        PushOptions {
-            connection,
-            mount_from: None,
-            chunk_size: 16 << 20,
-            jobs: 1,
-        }
+/// How to push: a copy's options, one blob at a time, so that a refusal stops the push after
+/// one request, as `image push` always did.
+pub fn options() -> CopyOptions {
+    CopyOptions {
+        jobs: 1,
+        ..CopyOptions::default()
     }
 }
 
 /// Pushes the image `digest` of the layout at `dir` (read whole already, with
 /// [`crate::oci::image::read`]) to `to` (its tag, `latest` when it has none), reporting to
-/// `progress`. The error is one line naming the reference.
+/// `progress`; `opts.mount_from` names the repository of the target's registry that may hold
+/// some of the blobs (the base image's). The error is one line naming the reference.
 pub fn push(
     dir: &Path,
     digest: &str,
     to: &Reference,
-    opts: &PushOptions,
+    dest: &Connection,
+    opts: &CopyOptions,
     progress: &dyn Progress,
 ) -> anyhow::Result<Pushed> {
-    let mut copy = CopyOptions::new(opts.connection.clone());
-    copy.mount_from = opts.mount_from.clone();
-    copy.chunk_size = opts.chunk_size;
-    copy.jobs = opts.jobs;
+    // Read from a local layout: the source side is never a registry.
+    let sides = Connections {
+        source: Connection::default(),
+        destination: dest.clone(),
+    };
     // The image was read whole already: its top manifest is named by digest.
     let from = ImageSource::Layout {
         dir: dir.to_path_buf(),
@@ -65,7 +52,8 @@ pub fn push(
         &from,
         digest,
         &ImageSource::Registry(to.clone()),
-        &copy,
+        &sides,
+        opts,
         progress,
     )
     .map_err(|e| {

@@ -24,7 +24,7 @@ pub mod run;
 use crate::diag::Diagnostic;
 use crate::error::Error;
 use crate::image::copy::CopyOptions;
-use crate::image::push::{PushOptions, Pushed};
+use crate::image::push::Pushed;
 use crate::image::reference::{self, ImageSource, Reference};
 use crate::oci::layout_writer::{LayoutWriter, Top};
 use crate::oci::manifest::{self, Platform};
@@ -136,7 +136,7 @@ pub fn build_catalog(
     let mut base = match &opts.base {
         Some(b) => base::open(
             b,
-            &opts.image.connection(),
+            &opts.image.connection,
             &opts.platforms,
             opts.image.max_manifest_size,
             opts.image.signature_policy.as_deref(),
@@ -432,7 +432,8 @@ pub fn write_layouts(staged: &Staged, targets: &[Target]) -> Result<Vec<String>,
             &staged.source(),
             staged.image.digest(),
             &to,
-            &CopyOptions::new(Default::default()),
+            &crate::registry::Connections::default(),
+            &CopyOptions::default(),
             &crate::progress::Silent,
         )
         .map_err(|e| Error::failed(format!("oci:{}: {e:#}", dir.display())))?;
@@ -465,15 +466,15 @@ pub fn push_registries(
     let mut pushed = Vec::new();
     for t in targets {
         let Target::Registry(r) = t else { continue };
-        let mut push = PushOptions::new(dest.clone());
+        let mut push = crate::image::push::options();
         push.chunk_size = chunk_size;
         push.mount_from = base
             .as_ref()
             .filter(|b| b.registry == r.registry)
             .map(|b| b.repository.clone());
-        let done =
-            crate::image::push::push(&staged.layout, staged.image.digest(), r, &push, progress)
-                .map_err(Error::failed)?;
+        let digest = staged.image.digest();
+        let done = crate::image::push::push(&staged.layout, digest, r, dest, &push, progress)
+            .map_err(Error::failed)?;
         pushed.push((r.clone(), done));
     }
     Ok(pushed)
@@ -509,9 +510,10 @@ pub fn push_layout(
             crate::oci::image::read(&mut l, tag.as_deref().unwrap_or(""), args.max_manifest_size)
         })
         .map_err(|e| Error::failed(format!("{source}: {e:#}")))?;
-    let mut push = PushOptions::new(args.connection());
+    let mut push = crate::image::push::options();
     push.chunk_size = chunk_size;
-    let pushed = crate::image::push::push(&dir, img.digest(), &to, &push, progress)
-        .map_err(Error::failed)?;
+    let pushed =
+        crate::image::push::push(&dir, img.digest(), &to, &args.connection, &push, progress)
+            .map_err(Error::failed)?;
     Ok((to, pushed))
 }

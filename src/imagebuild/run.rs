@@ -19,8 +19,6 @@ pub struct RunOptions<'a> {
     pub targets: Vec<Target>,
     /// Push registry targets (without it, they are reported as [`Event::WouldPush`]).
     pub push: bool,
-    /// How to reach the registries pushed to.
-    pub dest: Connection,
     pub chunk_size: u64,
     /// Sign each pushed image with this key.
     pub sign_key: Option<&'a SigningKey>,
@@ -57,9 +55,11 @@ pub enum Event<'a> {
     DigestFileSkipped(&'a std::path::Path),
 }
 
-/// Builds, writes, pushes and signs; returns the image's digest.
+/// Builds, writes, pushes (to registries reached through `dest`) and signs; returns the
+/// image's digest.
 pub fn run(
     o: &RunOptions<'_>,
+    dest: &Connection,
     progress: &dyn crate::progress::Progress,
     report: &mut dyn FnMut(Event<'_>),
 ) -> Result<String, Error> {
@@ -78,14 +78,8 @@ pub fn run(
     }
     let mut pushed_any = false;
     if o.push {
-        let all = super::push_registries(
-            &staged,
-            &o.targets,
-            &o.build,
-            &o.dest,
-            o.chunk_size,
-            progress,
-        )?;
+        let all =
+            super::push_registries(&staged, &o.targets, &o.build, dest, o.chunk_size, progress)?;
         pushed_any = !all.is_empty();
         for (to, pushed) in &all {
             report(Event::Pushed { to, pushed });
@@ -93,7 +87,7 @@ pub fn run(
         if let Some(key) = o.sign_key {
             for (to, pushed) in &all {
                 let limit = o.build.image.max_manifest_size;
-                sign(to, &pushed.digest, key, &o.dest, limit, report)?;
+                sign(to, &pushed.digest, key, dest, limit, report)?;
             }
         }
     } else {
@@ -166,12 +160,11 @@ pub fn push(
         pushed: &pushed,
     });
     if let Some(key) = o.sign_key {
-        let dest = o.dest.connection();
         sign(
             &to,
             &pushed.digest,
             key,
-            &dest,
+            &o.dest.connection,
             o.dest.max_manifest_size,
             report,
         )?;

@@ -8,7 +8,6 @@
 
 use super::plan::PlannedCatalog;
 use crate::error::Error;
-use crate::image::push::PushOptions;
 use crate::image::reference;
 use crate::imagebuild::{self, BuildOptions, Target};
 use crate::oci::manifest::Platform;
@@ -22,8 +21,6 @@ pub struct RebuildOptions {
     pub image: crate::image::ImageOptions,
     /// `--catalog-base IMAGE`, in place of the source catalog's image.
     pub catalog_base: Option<String>,
-    /// How to reach the destination.
-    pub destination: Connection,
     pub chunk_size: u64,
 }
 
@@ -75,19 +72,20 @@ pub fn build(c: &PlannedCatalog, opts: &RebuildOptions) -> Result<imagebuild::St
     })
 }
 
-/// Builds `c`'s image and pushes it to its destination.
+/// Builds `c`'s image and pushes it to its destination, reached through `dest`.
 pub fn rebuild(
     c: &PlannedCatalog,
     opts: &RebuildOptions,
+    dest: &Connection,
     progress: &dyn Progress,
 ) -> Result<Rebuilt, Error> {
     let staged = build(c, opts)?;
     let to = reference::parse(&c.destination).map_err(|e| Error::Usage(e.to_string()))?;
-    let mut push = PushOptions::new(opts.destination.clone());
+    let mut push = crate::image::push::options();
     push.chunk_size = opts.chunk_size;
-    let pushed =
-        crate::image::push::push(&staged.layout, staged.image.digest(), &to, &push, progress)
-            .map_err(Error::failed)?;
+    let digest = staged.image.digest();
+    let pushed = crate::image::push::push(&staged.layout, digest, &to, dest, &push, progress)
+        .map_err(Error::failed)?;
     Ok(Rebuilt {
         destination: c.destination.clone(),
         digest: pushed.digest,

@@ -17,7 +17,7 @@ use super::workspace;
 use crate::error::Error;
 use crate::image::reference::ImageSource;
 use crate::progress::Progress;
-use crate::registry::Connection;
+use crate::registry::{Connection, Connections};
 use std::path::{Path, PathBuf};
 
 /// Where a mirror goes.
@@ -85,10 +85,10 @@ pub struct MirrorOptions {
     /// The longest one image's copy may take (its signatures included).
     pub image_timeout: Option<std::time::Duration>,
     pub dry_run: bool,
-    /// How to pull catalogs and the rebuild's base: the source side's connection, cache, limits.
+    /// How to pull catalogs, the rebuild's base and every image copied: the source side's
+    /// connection, cache, limits and signature policy. The destination's connection is
+    /// [`mirror`]'s argument.
     pub image: crate::image::ImageOptions,
-    pub source: Connection,
-    pub dest: Connection,
     pub parallel_images: usize,
     pub parallel_layers: usize,
     pub keep_going: bool,
@@ -171,7 +171,15 @@ enum Way<'a> {
 /// Runs the mirror. An `Err` is a failure before anything was copied (a bad configuration, a
 /// catalog that cannot be read or filters to an invalid one); failures of single images are
 /// in the report.
-pub fn mirror(opts: &MirrorOptions, progress: &dyn Progress) -> Result<Report, Error> {
+pub fn mirror(
+    opts: &MirrorOptions,
+    dest: &Connection,
+    progress: &dyn Progress,
+) -> Result<Report, Error> {
+    let sides = Connections {
+        source: opts.image.connection.clone(),
+        destination: dest.clone(),
+    };
     let way =
         match (&opts.config, &opts.from, &opts.destination) {
             (Some(_), None, Destination::Registry(d)) => Way::ToRegistry(d),
@@ -240,7 +248,7 @@ pub fn mirror(opts: &MirrorOptions, progress: &dyn Progress) -> Result<Report, E
         .map(|c| (c.pinned.clone(), c.destination.clone()))
         .collect();
     if opts.dry_run {
-        report.inspected = transfer::inspect_all(&report.plan.images, &transfer);
+        report.inspected = transfer::inspect_all(&report.plan.images, &sides, &transfer);
         let dir = workspace.join("dry-run");
         let mapping = workspace::mapping(&report.plan, &report.inspected, &catalogs);
         let plan_json = workspace::plan_json(&report.plan, &report.inspected);
@@ -253,7 +261,7 @@ pub fn mirror(opts: &MirrorOptions, progress: &dyn Progress) -> Result<Report, E
     }
     let plan_json = pretty(&workspace::plan_json(&report.plan, &[]));
     write(&mut report, &workspace.join("plan.json"), &plan_json)?;
-    report.outcomes = transfer::copy_all(&report.plan.images, &transfer, progress);
+    report.outcomes = transfer::copy_all(&report.plan.images, &sides, &transfer, progress);
     report.not_attempted = report.plan.images.len() - report.outcomes.len();
     let mapping = workspace::mapping(&report.plan, &[], &catalogs);
     write(
@@ -272,9 +280,11 @@ pub fn mirror(opts: &MirrorOptions, progress: &dyn Progress) -> Result<Report, E
         return Ok(report);
     }
     match way {
-        Way::ToRegistry(_) => push_rebuilt(&mut report, opts, progress)?,
+        Way::ToRegistry(_) => push_rebuilt(&mut report, opts, dest, progress)?,
         Way::ToDisk(dir) => to_disk(&mut report, opts, &cfg, dir, progress)?,
-        Way::FromDisk(dir, _) => push_from_disk(&mut report, opts, dir, &layout_names, progress)?,
+        Way::FromDisk(dir, _) => {
+            push_from_disk(&mut report, opts, &sides, dir, &layout_names, progress)?
+        }
     }
     if !matches!(way, Way::ToDisk(_)) {
         write_resources(&mut report, &workspace.join("cluster-resources"), opts)?;
@@ -284,8 +294,6 @@ pub fn mirror(opts: &MirrorOptions, progress: &dyn Progress) -> Result<Report, E
 
 fn transfer_options(opts: &MirrorOptions, way: &Way) -> TransferOptions {
     TransferOptions {
-        source: opts.source.clone(),
-        destination: opts.dest.clone(),
         parallel_images: opts.parallel_images,
         parallel_layers: opts.parallel_layers,
         keep_going: opts.keep_going,
@@ -334,14 +342,15 @@ fn unpack(dir: &Path) -> Result<(), Error> {
 fn push_rebuilt(
     report: &mut Report,
     opts: &MirrorOptions,
+    dest: &Connection,
     progress: &dyn Progress,
 ) -> Result<(), Error> {
     let rebuild = rebuild_options(opts);
     for i in 0..report.plan.catalogs.len() {
         let c = &report.plan.catalogs[i];
         progress.report(crate::progress::Event::ImageStarted(&c.destination));
-        let r = rebuild::rebuild(c, &rebuild, &crate::progress::Silent)?;
-        sign(report, opts, &r)?;
+        let r = rebuild::rebuild(c, &rebuild, dest, &crate::progress::Silent)?;
+        sign(report, opts, dest, &r)?;
         progress.report(crate::progress::Event::ImageDone {
             name: &r.destination,
             ok: true,
@@ -355,18 +364,22 @@ fn rebuild_options(opts: &MirrorOptions) -> RebuildOptions {
     RebuildOptions {
         image: opts.image.clone(),
         catalog_base: opts.catalog_base.clone(),
-        destination: opts.dest.clone(),
         chunk_size: 16 << 20,
     }
 }
 
 /// Signs a pushed catalog with the key, if one was given.
-fn sign(report: &mut Report, opts: &MirrorOptions, r: &Rebuilt) -> Result<(), Error> {
+fn sign(
+    report: &mut Report,
+    opts: &MirrorOptions,
+    dest: &Connection,
+    r: &Rebuilt,
+) -> Result<(), Error> {
     if let Some(key) = &opts.sign_key {
         let to = crate::image::reference::parse(&r.destination)
             .map_err(|e| Error::Usage(e.to_string()))?;
         let limit = opts.image.max_manifest_size;
-        let s = crate::image::signature::sign_pushed(&to, &r.digest, key, &opts.dest, limit)
+        let s = crate::image::signature::sign_pushed(&to, &r.digest, key, dest, limit)
             .map_err(|e| Error::failed(crate::text::one_line(&e)))?;
         report.signed.push(format!("{} {}", r.destination, s.tag));
     }
@@ -416,12 +429,15 @@ fn to_disk(
 fn push_from_disk(
     report: &mut Report,
     opts: &MirrorOptions,
+    sides: &Connections,
     dir: &Path,
     names: &[String],
     progress: &dyn Progress,
 ) -> Result<(), Error> {
-    let mut copy = crate::image::copy::CopyOptions::new(opts.dest.clone());
-    copy.max_manifest_size = opts.image.max_manifest_size;
+    let copy = crate::image::copy::CopyOptions {
+        max_manifest_size: opts.image.max_manifest_size,
+        ..Default::default()
+    };
     for (i, name) in names.iter().enumerate() {
         let c = &report.plan.catalogs[i];
         progress.report(crate::progress::Event::ImageStarted(&c.destination));
@@ -434,6 +450,7 @@ fn push_from_disk(
         let copied = crate::image::copy::copy(
             &from,
             &ImageSource::Registry(to),
+            sides,
             &copy,
             &crate::progress::Silent,
         )
@@ -444,7 +461,7 @@ fn push_from_disk(
             platforms: Vec::new(),
             with_cache: false,
         };
-        sign(report, opts, &r)?;
+        sign(report, opts, &sides.destination, &r)?;
         progress.report(crate::progress::Event::ImageDone {
             name: &r.destination,
             ok: true,

@@ -18,7 +18,7 @@ use crate::image::destination::Destination;
 use crate::image::reference::{self, Reference};
 use crate::oci::manifest::{self, Manifest};
 use crate::progress::{Event, Progress};
-use crate::registry::Connection;
+use crate::registry::Connections;
 use anyhow::{anyhow, Result};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -26,8 +26,6 @@ use std::sync::{Arc, Mutex};
 /// How to copy.
 #[derive(Clone, Debug)]
 pub struct TransferOptions {
-    pub source: Connection,
-    pub destination: Connection,
     pub parallel_images: usize,
     pub parallel_layers: usize,
     pub keep_going: bool,
@@ -88,6 +86,7 @@ pub struct Inspected {
 /// Copies `images`; returns one outcome per image attempted, in the plan's order.
 pub fn copy_all(
     images: &[PlannedImage],
+    sides: &Connections,
     opts: &TransferOptions,
     progress: &dyn Progress,
 ) -> Vec<Outcome> {
@@ -111,7 +110,7 @@ pub fn copy_all(
     parallel(images.len(), opts.parallel_images, stop, |i| {
         let img = &images[i];
         progress.report(Event::ImageStarted(&img.wanted.source));
-        let mut out = copy_one(img, opts, &shared, progress);
+        let mut out = copy_one(img, sides, opts, &shared, progress);
         if let Some(path) = log {
             if let Err(e) = placements::append(path, &shared.in_flight.take_new()) {
                 out.error.get_or_insert(format!("{}: {e}", path.display()));
@@ -127,7 +126,11 @@ pub fn copy_all(
 
 /// What a dry run reads of each image: its blobs and bytes, those the destination has, and
 /// its signatures. Nothing is copied.
-pub fn inspect_all(images: &[PlannedImage], opts: &TransferOptions) -> Vec<Inspected> {
+pub fn inspect_all(
+    images: &[PlannedImage],
+    sides: &Connections,
+    opts: &TransferOptions,
+) -> Vec<Inspected> {
     let cache = signatures::Cache::default();
     parallel(
         images.len(),
@@ -135,7 +138,7 @@ pub fn inspect_all(images: &[PlannedImage], opts: &TransferOptions) -> Vec<Inspe
         |_| false,
         |i| {
             let mut out = Inspected::default();
-            if let Err(e) = inspect(&images[i], opts, &cache, &mut out) {
+            if let Err(e) = inspect(&images[i], sides, opts, &cache, &mut out) {
                 out.error = Some(crate::text::one_line(&e));
             }
             out
@@ -145,12 +148,13 @@ pub fn inspect_all(images: &[PlannedImage], opts: &TransferOptions) -> Vec<Inspe
 
 fn inspect(
     img: &PlannedImage,
+    sides: &Connections,
     opts: &TransferOptions,
     cache: &signatures::Cache,
     out: &mut Inspected,
 ) -> Result<()> {
     let from = reference::parse(&img.wanted.source).map_err(|e| anyhow!("{e}"))?;
-    let mut src = Reader::open(&opts.from, &from, &opts.source)?;
+    let mut src = Reader::open(&opts.from, &from, &sides.source)?;
     let limit = opts.max_manifest_size;
     let top = src.top(&img.wanted.source, &from, limit)?;
     out.digest = crate::digest::sha256(&top.bytes);
@@ -171,7 +175,7 @@ fn inspect(
         m => images.push(m),
     }
     let blobs = manifest::blobs_of(images).unwrap_or_default();
-    let mut dest = ends::destination(&opts.to, &img.destination, &out.digest, &opts.destination)?;
+    let mut dest = ends::destination(&opts.to, &img.destination, &out.digest, &sides.destination)?;
     for (d, size) in &blobs {
         out.blobs += 1;
         out.bytes += size;
@@ -244,6 +248,7 @@ struct Shared {
 
 fn copy_one(
     img: &PlannedImage,
+    sides: &Connections,
     opts: &TransferOptions,
     shared: &Shared,
     progress: &dyn Progress,
@@ -255,18 +260,18 @@ fn copy_one(
     };
     // Every request of this image's copy, on either side, ends by its deadline.
     let timed;
-    let opts = match opts.image_timeout {
+    let sides = match opts.image_timeout {
         Some(t) => {
-            let mut o = opts.clone();
+            let mut s = sides.clone();
             let deadline = std::time::Instant::now() + t;
-            o.source.deadline = Some(deadline);
-            o.destination.deadline = Some(deadline);
-            timed = o;
+            s.source.deadline = Some(deadline);
+            s.destination.deadline = Some(deadline);
+            timed = s;
             &timed
         }
-        None => opts,
+        None => sides,
     };
-    if let Err(e) = try_copy(img, opts, shared, progress, &mut out) {
+    if let Err(e) = try_copy(img, sides, opts, shared, progress, &mut out) {
         out.error = Some(crate::text::one_line(&e));
     }
     out
@@ -274,6 +279,7 @@ fn copy_one(
 
 fn try_copy(
     img: &PlannedImage,
+    sides: &Connections,
     opts: &TransferOptions,
     shared: &Shared,
     progress: &dyn Progress,
@@ -281,7 +287,7 @@ fn try_copy(
 ) -> Result<()> {
     let from = reference::parse(&img.wanted.source).map_err(|e| anyhow!("{e}"))?;
     let limit = opts.max_manifest_size;
-    let mut src = Reader::open(&opts.from, &from, &opts.source)?;
+    let mut src = Reader::open(&opts.from, &from, &sides.source)?;
     // An image an earlier run completed with this digest is taken as there (no question to
     // the destination). Else an image named by digest is looked for at the destination first:
     // when it is there, the source is not asked, and the destination's copy (checked against
@@ -292,7 +298,7 @@ fn try_copy(
     };
     let (top, mut dest, held) = match from.digest.clone() {
         Some(d) => {
-            let mut dest = ends::destination(&opts.to, &img.destination, &d, &opts.destination)?;
+            let mut dest = ends::destination(&opts.to, &img.destination, &d, &sides.destination)?;
             match recorded(&dest, &d) {
                 Some(children) => (Top::Recorded(d, children), dest, true),
                 None => match dest.held(&d, limit)? {
@@ -308,7 +314,7 @@ fn try_copy(
         None => {
             let top = src.top(&img.wanted.source, &from, limit)?;
             let d = crate::digest::sha256(&top.bytes);
-            let mut dest = ends::destination(&opts.to, &img.destination, &d, &opts.destination)?;
+            let mut dest = ends::destination(&opts.to, &img.destination, &d, &sides.destination)?;
             match recorded(&dest, &d) {
                 Some(children) => (Top::Recorded(d, children), dest, true),
                 None => {
@@ -335,6 +341,7 @@ fn try_copy(
             &src.image(&from),
             &digest,
             &dest.target(),
+            sides,
             &copy_options(opts, shared),
             &Bytes {
                 progress,
@@ -351,7 +358,7 @@ fn try_copy(
         let mut digests = vec![digest.clone()];
         digests.extend(children.iter().cloned());
         let found = find_signatures(&mut src, &from, &digests, &shared.found, limit)?;
-        out.signatures = copy_signatures(&found, &src, &from, &mut dest, opts, shared)?;
+        out.signatures = copy_signatures(&found, &src, &from, &mut dest, sides, opts, shared)?;
     }
     if let (Some(path), Some(key), Top::Fetched(_)) = (&opts.completed, ends::key(&dest), &top) {
         completed::append(path, &key, &digest, &children)
@@ -390,6 +397,7 @@ fn copy_signatures(
     src: &Reader,
     from: &Reference,
     dest: &mut Destination,
+    sides: &Connections,
     opts: &TransferOptions,
     shared: &Shared,
 ) -> Result<Vec<String>> {
@@ -418,6 +426,7 @@ fn copy_signatures(
             &src.image(&s),
             digest,
             &to,
+            sides,
             &copy_options(opts, shared),
             &crate::progress::Silent,
         )?;
@@ -427,13 +436,13 @@ fn copy_signatures(
 }
 
 fn copy_options(opts: &TransferOptions, shared: &Shared) -> CopyOptions {
-    let mut c = CopyOptions::new(opts.destination.clone());
-    c.source_connection = Some(opts.source.clone());
-    c.jobs = opts.parallel_layers.max(1);
-    c.in_flight = shared.in_flight.clone();
-    c.max_manifest_size = opts.max_manifest_size;
-    c.chunk_size = opts.chunk_size;
-    c
+    CopyOptions {
+        jobs: opts.parallel_layers.max(1),
+        in_flight: shared.in_flight.clone(),
+        max_manifest_size: opts.max_manifest_size,
+        chunk_size: opts.chunk_size,
+        ..Default::default()
+    }
 }
 
 /// A copy's progress, as bytes for the mirror's; each blob's placement recorded as it lands.

@@ -70,6 +70,24 @@ impl Default for Connection {
     }
 }
 
+/// The two sides of a command that reads from some registries and writes to another (copy,
+/// mirror, image build): `--src-*` and `--dest-*` each on top of the shared flags.
+#[derive(Clone, Debug, Default)]
+pub struct Connections {
+    pub source: Connection,
+    pub destination: Connection,
+}
+
+impl Connections {
+    /// Both sides reached the same way.
+    pub fn same(c: Connection) -> Connections {
+        Connections {
+            source: c.clone(),
+            destination: c,
+        }
+    }
+}
+
 /// `--registry-timeout`'s default, in seconds.
 pub const DEFAULT_REGISTRY_TIMEOUT: u64 = 30;
 
