@@ -181,8 +181,13 @@ impl Registry {
         body: &[u8],
     ) -> std::result::Result<Response, SendError> {
         let retries = self.retries_for(method);
+        let mut all: Vec<(&str, &str)> = content_type
+            .map(|ct| ("Content-Type", ct))
+            .into_iter()
+            .collect();
+        all.extend_from_slice(headers);
         retry::answer_of(retry::run(&retries, url, || {
-            self.send_once(method, url, content_type, headers, body)
+            self.send_once(method, url, &all, body)
                 .and_then(retry::answered)
         }))
     }
@@ -223,12 +228,11 @@ impl Registry {
         self.transport.send(req)
     }
 
-    /// One request, answering one auth challenge.
+    /// One request, answering one auth challenge; `headers` follow the `Authorization` one.
     fn send_once(
         &mut self,
         method: &str,
         url: &str,
-        content_type: Option<&str>,
         headers: &[(&str, &str)],
         body: &[u8],
     ) -> std::result::Result<Response, SendError> {
@@ -238,9 +242,6 @@ impl Registry {
             let mut all: Vec<(&str, &str)> = Vec::new();
             if let Some(h) = &auth {
                 all.push(("Authorization", h));
-            }
-            if let Some(ct) = content_type {
-                all.push(("Content-Type", ct));
             }
             all.extend_from_slice(headers);
             let builder = send::request(method, url, &all);

@@ -49,7 +49,7 @@ impl Registry {
         let retries = self.retries;
         let outcome = retry::run(&retries, &url, || {
             let resp = self
-                .send_once("GET", &url, None, &accept, &[])
+                .send_once("GET", &url, &accept, &[])
                 .and_then(retry::answered)?;
             if !resp.status().is_success() {
                 return Ok(Err(resp));

@@ -51,20 +51,33 @@ pub fn upload(
     s: &Sending,
     open: &mut dyn FnMut() -> anyhow::Result<Box<dyn Read + Send>>,
 ) -> anyhow::Result<Sent> {
-    retry::run(&s.retries, digest, || {
-        upload_once(reg, digest, size, mount_from, s, open)
-    })
-    .map_err(|e| e.error)
+    let blob = Blob {
+        digest,
+        size,
+        mount_from,
+    };
+    retry::run(&s.retries, digest, || upload_once(reg, blob, s, open)).map_err(|e| e.error)
+}
+
+/// The blob one upload sends, and where it may be mounted from.
+#[derive(Clone, Copy)]
+struct Blob<'a> {
+    digest: &'a str,
+    size: u64,
+    mount_from: Option<&'a str>,
 }
 
 fn upload_once(
     reg: &mut Registry,
-    digest: &str,
-    size: u64,
-    mount_from: Option<&str>,
+    blob: Blob<'_>,
     s: &Sending,
     open: &mut dyn FnMut() -> anyhow::Result<Box<dyn Read + Send>>,
 ) -> Result<Sent, SendError> {
+    let Blob {
+        digest,
+        size,
+        mount_from,
+    } = blob;
     let what = format!("blob {digest}");
     let start = match mount_from {
         Some(from) => reg.url(&format!(
