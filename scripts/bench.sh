@@ -25,12 +25,16 @@
 #                                    image in a registry on loopback (examples/mirror_plan.rs,
 #                                    built in the dist profile; 5 rounds cold and warm), next to
 #                                    `opreg validate` of the image, printed, not written
+#   scripts/bench.sh --regression    only the side-by-side section against the baseline below
+#                                    (ingest, start-up, ListBundles, unary calls, upgrade, image
+#                                    build and mirror, alternately), printed, not written (about
+#                                    8 minutes once both builds exist)
 #   scripts/bench.sh --out FILE      write the report elsewhere
 #   scripts/bench.sh --baseline REV  measure the build of git revision REV side by side with this
-#                                    one (default: 92d76c1, the last build before this release's
-#                                    changes: the application moved out of cli/, opm's bytes,
-#                                    image build, GraphQL; earlier reports compared with 0f013dc);
-#                                    built once into ~/.cache/opreg-bench/
+#                                    one (default: de8fbc1, the last build before the registry
+#                                    side's consolidation: one transport, one set of formats and
+#                                    primitives; earlier reports compared with 92d76c1 and
+#                                    0f013dc); built once into ~/.cache/opreg-bench/
 #   scripts/bench.sh --step REV      also measure the build of REV against the baseline, in a
 #                                    section of its own (none by default: say which earlier build's
 #                                    change you want told apart from later ones); --no-step: none
@@ -53,7 +57,8 @@ catalogd=0
 signing=0
 filter=0
 out=""
-baseline=92d76c1
+baseline=de8fbc1
+regression=0
 step=""
 extra=()
 while [ $# -gt 0 ]; do
@@ -64,13 +69,14 @@ while [ $# -gt 0 ]; do
       exec scripts/bench-mirror.sh --opreg "${CARGO_TARGET_DIR:-$PWD/target}/dist/opreg" "$@" ;;
     --signing) signing=1; shift ;;
     --filter) filter=1; shift ;;
+    --regression) regression=1; shift ;;
     --out) out="$2"; shift 2 ;;
     --baseline) baseline="$2"; shift 2 ;;
     --no-baseline) baseline=""; shift ;;
     --step) step="$2"; shift 2 ;;
     --no-step) step=""; shift ;;
     --) shift; extra+=("$@"); break ;;
-    *) echo "usage: scripts/bench.sh [--smoke | --catalogd | --mirror | --signing | --filter] [--out FILE] [--baseline REV | --no-baseline] [--step REV | --no-step] [-- HARNESS-RUN-ARGS...]" >&2; exit 2 ;;
+    *) echo "usage: scripts/bench.sh [--smoke | --catalogd | --mirror | --signing | --filter | --regression] [--out FILE] [--baseline REV | --no-baseline] [--step REV | --no-step] [-- HARNESS-RUN-ARGS...]" >&2; exit 2 ;;
   esac
 done
 
@@ -125,6 +131,15 @@ if [ "$filter" = 1 ]; then
   export OPREG_BENCH_PLAN_BIN="$target_dir/dist/examples/mirror-plan"
   cargo bench --bench harness -- filter ../shared/testdata/corpus/community-operators.fbc.json \
     --work "$tmp/work" "${extra[@]}"
+  exit 0
+fi
+
+if [ "$regression" = 1 ]; then
+  cargo build --profile dist --locked --quiet --bin opreg
+  export OPREG_BENCH_BIN="$target_dir/dist/opreg"
+  bin=$(build_rev "$baseline") || exit 1
+  cargo bench --bench harness -- baseline ../shared/testdata/corpus/community-operators.fbc.json \
+    --bin "$bin" --label "$baseline" --work "$tmp/work" "${extra[@]}"
   exit 0
 fi
 

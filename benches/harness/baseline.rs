@@ -28,6 +28,10 @@ struct Side {
     list_s: Vec<f64>,
     unary: Vec<(Rpc, usize, Vec<LoadStats>)>,
     upgrade_ms: [Vec<f64>; 2],
+    /// `opreg image build` of the catalog into an OCI layout.
+    image_build: Vec<ChildStats>,
+    /// `opreg mirror` of the catalog image between two registries on loopback.
+    mirror: Vec<ChildStats>,
 }
 
 pub struct Compared {
@@ -125,6 +129,15 @@ pub fn measure(rt: &tokio::runtime::Runtime, p: &Plan) -> Compared {
     }
     for db in &dbs {
         let _ = std::fs::remove_file(db);
+    }
+    match crate::baseline_images::measure(bins, catalog, work, rounds) {
+        Ok(images) => {
+            let [b0, b1] = images.build;
+            let [m0, m1] = images.mirror;
+            (sides[0].image_build, sides[1].image_build) = (b0, b1);
+            (sides[0].mirror, sides[1].mirror) = (m0, m1);
+        }
+        Err(e) => eprintln!("harness: image build and mirror not compared: {e}"),
     }
     Compared {
         baseline_label: p.label.to_string(),
@@ -245,6 +258,26 @@ pub fn section(report: &mut String, catalog: &str, c: &Compared) -> Vec<(String,
     push(Figure::new("opreg upgrade, v1", "ms", false), &|s| {
         s.upgrade_ms[1].clone()
     });
+    push(
+        Figure::new("image build to a layout, wall", "s", false),
+        &|s| s.image_build.iter().map(|x| x.wall.as_secs_f64()).collect(),
+    );
+    push(Figure::new("image build peak RSS", "MB", false), &|s| {
+        s.image_build
+            .iter()
+            .map(|x| x.maxrss_kb as f64 / 1024.0)
+            .collect()
+    });
+    push(
+        Figure::new("mirror of the catalog image, wall", "s", false),
+        &|s| s.mirror.iter().map(|x| x.wall.as_secs_f64()).collect(),
+    );
+    push(Figure::new("mirror peak RSS", "MB", false), &|s| {
+        s.mirror
+            .iter()
+            .map(|x| x.maxrss_kb as f64 / 1024.0)
+            .collect()
+    });
 
     let (title, this) = if c.label == THIS_BUILD {
         (
@@ -266,7 +299,9 @@ pub fn section(report: &mut String, catalog: &str, c: &Compared) -> Vec<(String,
          build (`{}`, built by `scripts/bench.sh` with the same toolchain): ingest \
          ×{n}, start-up and idle RSS ×{s2} (a fresh server each), on {n} servers each: \
          ListBundles ×2 and every unary load point once; `opreg upgrade` as in the table above, \
-         ×{n}. A figure is worse by more than noise when the median of {this} is more than 5 % \
+         ×{n}; `opreg image build` of the catalog's directory into an OCI layout (onto a \
+         one-layer base) and `opreg mirror` of the catalog image (its additionalImages) from one \
+         `docker-registry` on loopback to a new repository of another, ×{n}. A figure is worse by more than noise when the median of {this} is more than 5 % \
          worse than the baseline's and the two builds' samples do not overlap.\n",
         c.baseline_label,
         n = c.sides[1].ingest.len(),

@@ -68,7 +68,7 @@ fn gzip_tar(entries: &[(&str, &Path)], out: impl Write) -> Result<(), String> {
 }
 
 /// A one-layer base (`/etc/opreg-bench-base`) labelled as an opreg base of this build.
-fn base_layout(dir: &Path) -> Result<String, String> {
+pub fn base_layout(dir: &Path) -> Result<String, String> {
     let _ = std::fs::remove_dir_all(dir);
     let file = dir.with_extension("txt");
     std::fs::write(&file, "bench base\n").map_err(e)?;

@@ -28,6 +28,7 @@
 //! (`floor-parse`, `floor-serve`, `file-server`).
 
 mod baseline;
+mod baseline_images;
 mod cli;
 mod corpus;
 mod curl_peer;
