@@ -34,6 +34,8 @@
 //!   pushing catalog images.
 //! * [`imagebuild`]: building catalog images (layers, config, base, OCI layouts) from a
 //!   validated catalog and its pre-built cache.
+//! * [`imagecheck`]: every image a catalog names looked up at its registry (through IDMS,
+//!   ITMS and ICSP mirrors), with image rules (`validate --images`).
 //! * [`source`]: SOURCE arguments: telling formats apart, reading any mix, the source digest.
 //! * The application: [`load`] (SOURCEs into a valid catalog, every diagnostic returned),
 //!   [`ingest`] (the one build path, streaming on three threads), [`authoring`]
@@ -92,6 +94,7 @@ pub mod graph;
 pub mod http;
 pub mod image;
 pub mod imagebuild;
+pub mod imagecheck;
 pub mod imageref;
 pub mod ingest;
 pub mod interrupt;

@@ -28,6 +28,7 @@ mod csv_golden;
 mod default_provider;
 mod deploy;
 mod diff_cli;
+mod diff_removal;
 mod direct_answers;
 mod first_run;
 mod fuzz_regressions;
