@@ -39,6 +39,8 @@ mod gzip_threshold;
 mod health;
 mod idle_trim;
 mod image_build;
+mod image_checks;
+mod image_checks_runs;
 mod image_copy;
 mod image_pulls;
 mod image_push;

@@ -18,7 +18,9 @@ use std::sync::Arc;
 const ZERO: &str = "sha256:0000000000000000000000000000000000000000000000000000000000000000";
 
 fn img(arch: &'static str, name: &str) -> Image {
-    Image::new(&[]).arch(arch).layer(&[Entry::File(name.to_string(), name.as_bytes().to_vec())])
+    Image::new(&[])
+        .arch(arch)
+        .layer(&[Entry::File(name.to_string(), name.as_bytes().to_vec())])
 }
 
 /// One bundle of package `p`: (name, version, image, related images, CSV labels).
@@ -86,7 +88,12 @@ fn f(rule: &str, bundle: &str, image: &str) -> (String, String, String) {
 /// `skopeo inspect --raw` of a reference on a plain-HTTP or self-signed registry.
 fn skopeo_raw(reference: &str) -> Result<Value, String> {
     let out = Command::new("skopeo")
-        .args(["inspect", "--raw", "--tls-verify=false", &format!("docker://{reference}")])
+        .args([
+            "inspect",
+            "--raw",
+            "--tls-verify=false",
+            &format!("docker://{reference}"),
+        ])
         .output()
         .expect("skopeo is installed");
     if out.status.success() {
@@ -103,7 +110,9 @@ fn manifest_gets(relay: &Faults, fragment: &str) -> usize {
         .lock()
         .unwrap()
         .iter()
-        .filter(|(s, _)| s.method == "GET" && s.path.contains(fragment) && s.path.contains("/manifests/"))
+        .filter(|(s, _)| {
+            s.method == "GET" && s.path.contains(fragment) && s.path.contains("/manifests/")
+        })
         .count()
 }
 
@@ -151,7 +160,12 @@ fn each_rule_fires_where_it_should_with_429_and_a_reset_survived() {
                 "p.v1",
                 "1.0.0",
                 at("ns/bundle", &b1),
-                vec![at("ns/bundle", &b1), at("ns/amd", &amd_only), at("ns/full", &full), at("ns/op", &op)],
+                vec![
+                    at("ns/bundle", &b1),
+                    at("ns/amd", &amd_only),
+                    at("ns/full", &full),
+                    at("ns/op", &op),
+                ],
                 arm,
             ),
             // linux/amd64 by default: a tag (unpinned), a repository and a manifest that do not
@@ -189,7 +203,11 @@ fn each_rule_fires_where_it_should_with_429_and_a_reset_survived() {
             f("image-missing", "p.v2", &at("ns/op", ZERO)),
             f("image-platform-missing", "p.v1", &at("ns/amd", &amd_only)),
             f("image-platform-missing", "p.v1", &at("ns/op", &op)),
-            f("image-registry-not-allowed", "p.v2", &at("other/op", &other)),
+            f(
+                "image-registry-not-allowed",
+                "p.v2",
+                &at("other/op", &other)
+            ),
             f("image-unpinned", "p.v2", &format!("{h}/ns/op:v1")),
         ],
         "{err}"
@@ -206,12 +224,30 @@ fn each_rule_fires_where_it_should_with_429_and_a_reset_survived() {
     let ghost = d("image-missing", &at("ns/ghost", ZERO));
     assert_eq!(ghost["package"], "p");
     assert_eq!(ghost["severity"], "error");
-    assert!(ghost["message"].as_str().unwrap().contains("NAME_UNKNOWN"), "{ghost}");
+    assert!(
+        ghost["message"].as_str().unwrap().contains("NAME_UNKNOWN"),
+        "{ghost}"
+    );
     let gone = d("image-missing", &at("ns/op", ZERO));
-    assert!(gone["message"].as_str().unwrap().contains("MANIFEST_UNKNOWN"), "{gone}");
+    assert!(
+        gone["message"]
+            .as_str()
+            .unwrap()
+            .contains("MANIFEST_UNKNOWN"),
+        "{gone}"
+    );
     let amd = d("image-platform-missing", &at("ns/amd", &amd_only));
-    assert!(amd["message"].as_str().unwrap().contains("does not serve linux/arm64"), "{amd}");
-    assert_eq!(d("image-unpinned", &format!("{h}/ns/op:v1"))["severity"], "warning");
+    assert!(
+        amd["message"]
+            .as_str()
+            .unwrap()
+            .contains("does not serve linux/arm64"),
+        "{amd}"
+    );
+    assert_eq!(
+        d("image-unpinned", &format!("{h}/ns/op:v1"))["severity"],
+        "warning"
+    );
     assert_eq!(v["images"]["images"], 9);
     assert_eq!(v["images"]["findings"]["image-missing"], 2);
     assert_eq!(v["images"]["failuresByRegistry"][&h], 2);
@@ -248,14 +284,28 @@ fn each_rule_fires_where_it_should_with_429_and_a_reset_survived() {
     // --require-digests makes the tag an error; without the failing images only warnings stay.
     let clean = catalog(
         &ctx.path("clean"),
-        &[B("p.v1", "1.0.0", at("ns/bundle", &b1), vec![format!("{h}/ns/op:v1")], "")],
+        &[B(
+            "p.v1",
+            "1.0.0",
+            at("ns/bundle", &b1),
+            vec![format!("{h}/ns/op:v1")],
+            "",
+        )],
     );
     let c = clean.to_str().unwrap();
     let (code, v, _) = validate(&ctx, &[c, "--images", "--use-http"], &[]);
     assert_eq!((code, findings(&v).len()), (0, 1), "{v}");
-    let (code, _, _) = validate(&ctx, &[c, "--images", "--use-http", "--require-digests"], &[]);
+    let (code, _, _) = validate(
+        &ctx,
+        &[c, "--images", "--use-http", "--require-digests"],
+        &[],
+    );
     assert_eq!(code, 1);
-    let (code, _, _) = validate(&ctx, &[c, "--images", "--use-http", "--warnings-as-errors"], &[]);
+    let (code, _, _) = validate(
+        &ctx,
+        &[c, "--images", "--use-http", "--warnings-as-errors"],
+        &[],
+    );
     assert_eq!(code, 1);
     // Without --images nothing is looked up; the image flags need it.
     let before = relay.seen.lock().unwrap().len();
@@ -288,7 +338,10 @@ fn denied_is_never_missing_and_credentials_tell_them_apart() {
     let rules: Vec<String> = findings(&v).into_iter().map(|f| f.0).collect();
     assert_eq!(rules, vec!["image-unreachable", "image-unreachable"], "{v}");
     let msg = v["diagnostics"][0]["message"].as_str().unwrap();
-    assert!(msg.contains("denied") || msg.contains("unauthorized"), "{msg}");
+    assert!(
+        msg.contains("denied") || msg.contains("unauthorized"),
+        "{msg}"
+    );
     // With credentials: the present image passes, the absent repository is missing.
     let auth = ctx.path("auth.json");
     std::fs::write(&auth, auth_file(&h, USER, PASSWORD)).unwrap();
@@ -307,7 +360,10 @@ fn a_registry_behind_a_private_ca_is_unreachable_until_its_ca_is_trusted() {
     let reg = Registry::private_ca(&pki, false);
     let d = reg.push("ns/op", "v1", &img("amd64", "op"));
     let r = format!("{}/ns/op@{d}", reg.host());
-    let cat = catalog(&ctx.path("cat"), &[B("p.v1", "1.0.0", r.clone(), vec![], "")]);
+    let cat = catalog(
+        &ctx.path("cat"),
+        &[B("p.v1", "1.0.0", r.clone(), vec![], "")],
+    );
     let c = cat.to_str().unwrap();
     let (code, v, _) = validate(&ctx, &[c, "--images"], &[]);
     assert_eq!(code, 1);
@@ -315,6 +371,10 @@ fn a_registry_behind_a_private_ca_is_unreachable_until_its_ca_is_trusted() {
     let msg = v["diagnostics"][0]["message"].as_str().unwrap();
     assert!(msg.contains("certificate"), "{msg}");
     let ca = pki.ca_only_dir();
-    let (code, v, err) = validate(&ctx, &[c, "--images", "--cert-dir", ca.to_str().unwrap()], &[]);
+    let (code, v, err) = validate(
+        &ctx,
+        &[c, "--images", "--cert-dir", ca.to_str().unwrap()],
+        &[],
+    );
     assert_eq!((code, findings(&v)), (0, vec![]), "{err}");
 }

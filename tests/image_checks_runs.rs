@@ -85,12 +85,20 @@ fn an_idms_sends_lookups_to_the_mirror_and_never_to_a_source_it_forbids() {
     let reg = Registry::http();
     let relay = relay(&reg);
     let mirror = format!("127.0.0.1:{}", relay.port);
-    let (op, bundle) = (reg.push("ns/op", "v1", &img("op")), reg.push("ns/b", "1", &img("b")));
+    let (op, bundle) = (
+        reg.push("ns/op", "v1", &img("op")),
+        reg.push("ns/b", "1", &img("b")),
+    );
     // The catalog names a staging registry that does not exist; only the mirror has them.
     let src = "staging.invalid";
     let cat = catalog(
         &ctx.path("cat"),
-        &[("p.v1", "1.0.0", format!("{src}/ns/b@{bundle}"), vec![format!("{src}/ns/op@{op}")])],
+        &[(
+            "p.v1",
+            "1.0.0",
+            format!("{src}/ns/b@{bundle}"),
+            vec![format!("{src}/ns/op@{op}")],
+        )],
     );
     let c = cat.to_str().unwrap();
     let idms = ctx.path("idms.yaml");
@@ -108,7 +116,10 @@ fn an_idms_sends_lookups_to_the_mirror_and_never_to_a_source_it_forbids() {
     assert_eq!((code, image_findings(&v)), (0, vec![]), "{err}");
     assert_eq!(
         manifest_gets(&relay),
-        vec![format!("/v2/ns/b/manifests/{bundle}"), format!("/v2/ns/op/manifests/{op}")]
+        vec![
+            format!("/v2/ns/b/manifests/{bundle}"),
+            format!("/v2/ns/op/manifests/{op}")
+        ]
     );
     // Without the mirror file the source is asked, and cannot be reached.
     let (code, v, _) = validate(&ctx, &[c, "--images", "--no-cache"]);
@@ -118,20 +129,52 @@ fn an_idms_sends_lookups_to_the_mirror_and_never_to_a_source_it_forbids() {
     assert!(f.iter().all(|d| d["rule"] == "image-unreachable"), "{v}");
     // A finding found at the mirror says where: the mirror holds a tag the source lacks.
     let missing = format!("{src}/ns/op@sha256:{}", "0".repeat(64));
-    let cat2 = catalog(&ctx.path("cat2"), &[("p.v1", "1.0.0", format!("{src}/ns/b@{bundle}"), vec![missing])]);
-    let (code, v, _) =
-        validate(&ctx, &[cat2.to_str().unwrap(), "--images", "--no-cache", "--image-mirrors", i]);
+    let cat2 = catalog(
+        &ctx.path("cat2"),
+        &[(
+            "p.v1",
+            "1.0.0",
+            format!("{src}/ns/b@{bundle}"),
+            vec![missing],
+        )],
+    );
+    let (code, v, _) = validate(
+        &ctx,
+        &[
+            cat2.to_str().unwrap(),
+            "--images",
+            "--no-cache",
+            "--image-mirrors",
+            i,
+        ],
+    );
     assert_eq!(code, 1);
     let f = image_findings(&v);
     assert_eq!(f.len(), 1, "{v}");
     assert_eq!(f[0]["rule"], "image-missing");
-    assert!(f[0]["message"].as_str().unwrap().contains(&format!("at {mirror}/ns/op@")), "{}", f[0]);
+    assert!(
+        f[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("at {mirror}/ns/op@")),
+        "{}",
+        f[0]
+    );
     // A bad mirror file is a usage error naming it.
     std::fs::write(ctx.path("bad.yaml"), "kind: ConfigMap\n").unwrap();
     let bad = ctx.path("bad.yaml");
-    let (code, _, err) = ctx.run(&["validate", c, "--images", "--image-mirrors", bad.to_str().unwrap()]);
+    let (code, _, err) = ctx.run(&[
+        "validate",
+        c,
+        "--images",
+        "--image-mirrors",
+        bad.to_str().unwrap(),
+    ]);
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("bad.yaml: document 1: kind ConfigMap"), "{err}");
+    assert!(
+        err.contains("bad.yaml: document 1: kind ConfigMap"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -158,11 +201,21 @@ fn the_idms_opreg_mirror_writes_sends_lookups_to_its_destination() {
     let bundle = reg.push("mirrored/team/b", "1", &img("b"));
     let cat = catalog(
         &ctx.path("cat"),
-        &[("p.v1", "1.0.0", format!("{dest}/mirrored/team/b@{bundle}"), vec![source])],
+        &[(
+            "p.v1",
+            "1.0.0",
+            format!("{dest}/mirrored/team/b@{bundle}"),
+            vec![source],
+        )],
     );
     let (code, v, err) = validate(
         &ctx,
-        &[cat.to_str().unwrap(), "--images", "--image-mirrors", idms.to_str().unwrap()],
+        &[
+            cat.to_str().unwrap(),
+            "--images",
+            "--image-mirrors",
+            idms.to_str().unwrap(),
+        ],
     );
     assert_eq!((code, image_findings(&v)), (0, vec![]), "{err}\n{text}");
     assert!(manifest_gets(&relay).contains(&format!("/v2/mirrored/team/op/manifests/{op}")));
@@ -182,7 +235,12 @@ fn changed_from_and_the_cache_ask_only_what_they_must() {
     let base = catalog(
         &ctx.path("base"),
         &[
-            ("p.v1", "1.0.0", b1.clone(), vec![r1.clone(), tagged.clone()]),
+            (
+                "p.v1",
+                "1.0.0",
+                b1.clone(),
+                vec![r1.clone(), tagged.clone()],
+            ),
             ("p.v2", "2.0.0", b2.clone(), vec![r2.clone()]),
         ],
     );
@@ -190,7 +248,12 @@ fn changed_from_and_the_cache_ask_only_what_they_must() {
     let head = catalog(
         &ctx.path("head"),
         &[
-            ("p.v1", "1.0.0", b1.clone(), vec![r1.clone(), tagged.clone()]),
+            (
+                "p.v1",
+                "1.0.0",
+                b1.clone(),
+                vec![r1.clone(), tagged.clone()],
+            ),
             ("p.v2", "2.0.0", b2.clone(), vec![r2.clone(), r3.clone()]),
             ("p.v3", "3.0.0", b3.clone(), vec![r3.clone()]),
         ],
@@ -200,12 +263,20 @@ fn changed_from_and_the_cache_ask_only_what_they_must() {
     assert_eq!(code, 0, "{err}");
     assert_eq!(v["images"]["bundles"], 2);
     let path = |r: &str| {
-        let (repo, digest) = r.strip_prefix(&format!("{h}/")).unwrap().split_once('@').unwrap();
+        let (repo, digest) = r
+            .strip_prefix(&format!("{h}/"))
+            .unwrap()
+            .split_once('@')
+            .unwrap();
         format!("/v2/{repo}/manifests/{digest}")
     };
     let mut want = vec![path(&b2), path(&r2), path(&r3), path(&b3)];
     want.sort();
-    assert_eq!(manifest_gets(&relay), want, "only p.v2's and p.v3's images, each once");
+    assert_eq!(
+        manifest_gets(&relay),
+        want,
+        "only p.v2's and p.v3's images, each once"
+    );
 
     // A full run fills the cache; a rerun asks only about the tag.
     relay.seen.lock().unwrap().clear();
@@ -216,14 +287,29 @@ fn changed_from_and_the_cache_ask_only_what_they_must() {
     let (code, v, _) = validate(&ctx, &[hd, "--images"]);
     assert_eq!(code, 0);
     assert_eq!(v["images"]["fromCache"], 6);
-    assert_eq!(manifest_gets(&relay), vec!["/v2/tagged/manifests/v1".to_string()]);
+    assert_eq!(
+        manifest_gets(&relay),
+        vec!["/v2/tagged/manifests/v1".to_string()]
+    );
     assert!(ctx.cache().join("image-checks.json").is_file());
     // --no-cache asks about everything again.
     relay.seen.lock().unwrap().clear();
     let (_, v, _) = validate(&ctx, &[hd, "--images", "--no-cache"]);
-    assert_eq!((manifest_gets(&relay).len(), v["images"]["fromCache"].clone()), (7, 0.into()));
+    assert_eq!(
+        (
+            manifest_gets(&relay).len(),
+            v["images"]["fromCache"].clone()
+        ),
+        (7, 0.into())
+    );
     // A base that cannot be read: validate's failure, not a finding.
-    let (code, _, err) = ctx.run(&["validate", hd, "--images", "--changed-from", "/nonexistent/base"]);
+    let (code, _, err) = ctx.run(&[
+        "validate",
+        hd,
+        "--images",
+        "--changed-from",
+        "/nonexistent/base",
+    ]);
     assert_eq!(code, 1);
     assert!(err.contains("/nonexistent/base"), "{err}");
 }
