@@ -25,6 +25,10 @@
 #                                    image in a registry on loopback (examples/mirror_plan.rs,
 #                                    built in the dist profile; 5 rounds cold and warm), next to
 #                                    `opreg validate` of the image, printed, not written
+#   scripts/bench.sh --images        only `opreg validate --images` at the community catalog's
+#                                    scale (19,152 images, stand-ins in a registry on loopback):
+#                                    the first run, the rerun with the cache, and plain validate,
+#                                    printed, not written (about 5 minutes)
 #   scripts/bench.sh --regression    only the side-by-side section against the baseline below
 #                                    (ingest, start-up, ListBundles, unary calls, upgrade, image
 #                                    build and mirror, alternately), printed, not written (about
@@ -59,6 +63,7 @@ filter=0
 out=""
 baseline=de8fbc1
 regression=0
+images=0
 step=""
 extra=()
 while [ $# -gt 0 ]; do
@@ -70,13 +75,14 @@ while [ $# -gt 0 ]; do
     --signing) signing=1; shift ;;
     --filter) filter=1; shift ;;
     --regression) regression=1; shift ;;
+    --images) images=1; shift ;;
     --out) out="$2"; shift 2 ;;
     --baseline) baseline="$2"; shift 2 ;;
     --no-baseline) baseline=""; shift ;;
     --step) step="$2"; shift 2 ;;
     --no-step) step=""; shift ;;
     --) shift; extra+=("$@"); break ;;
-    *) echo "usage: scripts/bench.sh [--smoke | --catalogd | --mirror | --signing | --filter | --regression] [--out FILE] [--baseline REV | --no-baseline] [--step REV | --no-step] [-- HARNESS-RUN-ARGS...]" >&2; exit 2 ;;
+    *) echo "usage: scripts/bench.sh [--smoke | --catalogd | --mirror | --signing | --filter | --regression | --images] [--out FILE] [--baseline REV | --no-baseline] [--step REV | --no-step] [-- HARNESS-RUN-ARGS...]" >&2; exit 2 ;;
   esac
 done
 
@@ -131,6 +137,13 @@ if [ "$filter" = 1 ]; then
   export OPREG_BENCH_PLAN_BIN="$target_dir/dist/examples/mirror-plan"
   cargo bench --bench harness -- filter ../shared/testdata/corpus/community-operators.fbc.json \
     --work "$tmp/work" "${extra[@]}"
+  exit 0
+fi
+
+if [ "$images" = 1 ]; then
+  cargo build --profile dist --locked --quiet --bin opreg
+  export OPREG_BENCH_BIN="$target_dir/dist/opreg"
+  cargo bench --bench harness -- image-checks --work "$tmp/work" "${extra[@]}"
   exit 0
 fi
 

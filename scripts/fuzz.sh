@@ -54,6 +54,7 @@ targets=(
     catalog_source_template:4096:
     signature_policy:8192:
     cosign_key:4096:
+    image_mirrors:8192:
 )
 
 # --debug-assertions: integer overflow and debug_assert! count as crashes too.

@@ -9,6 +9,11 @@
 //! skips or range-covers it" is [`crate::graph::EntryRule::edges_from`]'s rule and the path is
 //! the one OLM would take; edges are [`crate::graph::channel_edges`]. Nothing here decides
 //! whether one bundle upgrades from another.
+//!
+//! Module map: this file (the comparison, stranding) and [`removal`] (the removal gate:
+//! channels and channel entries NEW no longer has, and comparing a fragment).
+
+pub mod removal;
 
 use crate::graph::resolve::{self, PackageFacts, Policy, Request, Semantics, UpgradeGraph};
 use crate::graph::{channel_edges, channel_head, EdgeKind, Head, Versions};
@@ -112,10 +117,42 @@ pub struct Report {
     pub edges: AddedRemoved<EdgeRef>,
     /// Downgrade hops ([`downgrades`]) in NEW that OLD did not have.
     pub new_downgrades: Vec<Downgrade>,
+    /// Every channel and channel entry of OLD that NEW lacks ([`removal::removals`]).
+    pub removals: Vec<removal::Removal>,
 }
 
-/// Compares OLD with NEW, resolving stranding under `semantics`.
-pub fn diff(old: &Catalog, new: &Catalog, semantics: Semantics) -> Report {
+impl Report {
+    /// The removals the gate fails on: those outside the allowed channels.
+    pub fn blocking_removals(&self) -> impl Iterator<Item = &removal::Removal> {
+        self.removals.iter().filter(|r| !r.allowed)
+    }
+}
+
+/// How to compare.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Whose upgrade rules decide stranding.
+    pub semantics: Semantics,
+    /// NEW holds only some packages: only the packages NEW has are compared.
+    pub fragment: bool,
+    /// Channels whose removals are allowed ([`removal::DEFAULT_ALLOW`] by default).
+    pub allow_removal: regex::Regex,
+    /// The removal gate is on (`--fail-on-removal`): a removal it allows strands nothing, so
+    /// the versions an allowed channel or entry removal leaves behind are not reported as
+    /// stranded (pre-release channels may be pruned).
+    pub removal_gate: bool,
+}
+
+/// Compares OLD with NEW as `opts` says (a fragment: only NEW's packages of OLD).
+pub fn diff(old: &Catalog, new: &Catalog, opts: &Options) -> Report {
+    let cut;
+    let old = if opts.fragment {
+        cut = removal::fragment_of(old, new);
+        &cut
+    } else {
+        old
+    };
+    let semantics = opts.semantics;
     let names = |c: &Catalog| c.packages.keys().cloned().collect::<BTreeSet<_>>();
     let chans = |c: &Catalog| {
         c.packages
@@ -176,9 +213,14 @@ pub fn diff(old: &Catalog, new: &Catalog, semantics: Semantics) -> Report {
         .into_iter()
         .filter(|d| !old_down.contains(d))
         .collect();
+    let removals = removal::removals(old, new, &opts.allow_removal);
+    let mut stranded = stranded(old, new, semantics);
+    if opts.removal_gate {
+        stranded.retain(|s| !removal::allowed_removal_covers(&removals, s));
+    }
     Report {
         semantics,
-        stranded: stranded(old, new, semantics),
+        stranded,
         heads,
         default_channels,
         packages: AddedRemoved::of(&names(old), &names(new)),
@@ -186,6 +228,7 @@ pub fn diff(old: &Catalog, new: &Catalog, semantics: Semantics) -> Report {
         bundles: AddedRemoved::of(&entries(old), &entries(new)),
         edges: AddedRemoved::of(&edges(old), &edges(new)),
         new_downgrades,
+        removals,
     }
 }
 

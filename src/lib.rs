@@ -40,6 +40,8 @@
 //!   pushing catalog images.
 //! * [`imagebuild`]: building catalog images (layers, config, base, OCI layouts) from a
 //!   validated catalog and its pre-built cache.
+//! * [`imagecheck`]: every image a catalog names looked up at its registry (through IDMS,
+//!   ITMS and ICSP mirrors), with image rules (`validate --images`).
 //! * [`source`]: SOURCE arguments: telling formats apart, reading any mix, the source digest.
 //! * [`progress`]: progress of long library work, reported to a caller's [`progress::Progress`].
 //! * [`query`]: the questions commands ask of SOURCEs (`list`, `upgrade`, `validate`), a built
@@ -104,6 +106,7 @@ pub mod graph;
 pub mod http;
 pub mod image;
 pub mod imagebuild;
+pub mod imagecheck;
 pub mod imageref;
 pub mod ingest;
 pub mod interrupt;

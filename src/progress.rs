@@ -39,6 +39,8 @@ pub enum Event<'a> {
     },
     /// Units of the task done so far.
     Position(u64),
+    /// Problems the task has found so far (image checks: images missing or unreachable).
+    Findings(u64),
     /// The step or task is over.
     Done,
     /// Images: a run of this many begins (a mirror).
@@ -98,6 +100,10 @@ impl Reporter {
 
     pub fn done(&self) {
         self.0.report(Event::Done)
+    }
+
+    pub fn findings(&self, so_far: u64) {
+        self.0.report(Event::Findings(so_far))
     }
 
     /// `r`, reporting the bytes read as the position of a task begun by the caller.

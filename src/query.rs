@@ -129,6 +129,16 @@ pub struct ValidateOptions {
     pub progress: Reporter,
     /// Told when reading and validating begin and end.
     pub checking: Reporter,
+    /// After the catalog rules pass, check every image it names ([`crate::imagecheck`]).
+    pub images: Option<ImageChecks>,
+}
+
+/// `validate --images`: how to check images, and against which base.
+#[derive(Clone, Debug, Default)]
+pub struct ImageChecks {
+    pub options: crate::imagecheck::Options,
+    /// Only images of bundles new or changed since this SOURCE.
+    pub changed_from: Option<PathBuf>,
 }
 
 /// What `validate` found.
@@ -140,6 +150,28 @@ pub struct Validated {
     pub counts: Option<(usize, usize, usize)>,
     pub errors: Vec<Diagnostic>,
     pub warnings: Vec<Diagnostic>,
+    /// The image checks, when asked for and the catalog rules passed.
+    pub images: Option<crate::imagecheck::Report>,
+}
+
+/// The image checks of a valid catalog; a base that cannot be read is an error.
+fn check_images(
+    cat: &crate::model::Catalog,
+    checks: &ImageChecks,
+    opts: &ValidateOptions,
+) -> Result<crate::imagecheck::Report> {
+    let base = match &checks.changed_from {
+        Some(b) => Some(
+            crate::load::sources(std::slice::from_ref(b), &opts.image, &opts.progress)?.catalog,
+        ),
+        None => None,
+    };
+    Ok(crate::imagecheck::check(
+        cat,
+        base.as_deref(),
+        &checks.options,
+        &opts.checking,
+    ))
 }
 
 /// `opreg validate`: every problem of the SOURCEs, and the verdict. Only a SOURCE that cannot
@@ -160,8 +192,17 @@ pub fn validate(opts: &ValidateOptions) -> Result<Validated> {
     if let (Ok(cat), true) = (&c.result, opts.upgrades) {
         c.warnings.extend(crate::validate::upgrade_lint::lint(cat));
     }
+    let images = match (&c.result, &opts.images) {
+        (Ok(cat), Some(checks)) => Some(check_images(cat, checks, opts)?),
+        _ => None,
+    };
+    let (image_errors, image_warnings) = images
+        .as_ref()
+        .map_or((0, 0), |r| (r.errors(), r.warnings()));
+    let warned = !c.warnings.is_empty() || image_warnings > 0;
     Ok(Validated {
-        valid: c.result.is_ok() && (c.warnings.is_empty() || !opts.warnings_as_errors),
+        valid: c.result.is_ok() && image_errors == 0 && (!warned || !opts.warnings_as_errors),
+        images,
         counts: c
             .result
             .as_ref()

@@ -111,6 +111,15 @@ pub enum Cmd {
         #[arg(long)]
         work: PathBuf,
     },
+    /// `opreg validate --images` at the community catalog's scale, against stand-in images in
+    /// a registry on loopback, printed as Markdown (`scripts/bench.sh --images`; see
+    /// image_checks.rs).
+    ImageChecks {
+        #[arg(long, default_value_t = 1)]
+        rounds: usize,
+        #[arg(long)]
+        work: PathBuf,
+    },
     /// Only the side-by-side section against a baseline build on CATALOG, printed as Markdown
     /// (see baseline.rs).
     Baseline {

@@ -40,6 +40,7 @@ mod http;
 mod http_tls;
 mod image;
 mod image_build;
+mod image_checks;
 mod load;
 mod measure;
 mod memload;
@@ -119,6 +120,15 @@ fn main() {
             rounds,
             work,
         }) => parts::catalogd(&catalog, Duration::from_secs_f64(duration), rounds, &work),
+        Some(Cmd::ImageChecks { rounds, work }) => {
+            match image_checks::measure(&procs::opreg_bin(), &work, rounds) {
+                Ok(table) => print!("{table}"),
+                Err(e) => {
+                    eprintln!("harness: image checks: {e}");
+                    std::process::exit(1);
+                }
+            }
+        }
         Some(Cmd::Signing {
             catalog,
             rounds,

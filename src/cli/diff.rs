@@ -2,6 +2,7 @@
 //! version someone may have installed from OLD has no upgrade path in NEW. The comparison is
 //! [`crate::diff`]; this file reads the two SOURCEs and prints the report.
 
+use crate::diff::removal::{Removal, Removed};
 use crate::diff::{Report, Stranded};
 use crate::graph::resolve::Semantics;
 use clap::ValueEnum;
@@ -26,6 +27,19 @@ pub struct Args {
     /// Whose upgrade rules decide stranding: classic OLM or OLM v1.
     #[arg(long, value_enum, default_value_t = SemanticsArg::Classic)]
     pub semantics: SemanticsArg,
+    /// Fail (exit 1) when NEW removes a channel or a channel entry of OLD, outside the channels
+    /// --allow-removal matches. A package missing from NEW removes each of its channels. What a
+    /// removal it allows leaves behind is not reported as stranded.
+    #[arg(long)]
+    pub fail_on_removal: bool,
+    /// Channels whose removals pass --fail-on-removal: a regular expression matched anywhere in
+    /// the channel's name (unanchored).
+    #[arg(long, value_name = "REGEX", default_value = crate::diff::removal::DEFAULT_ALLOW)]
+    pub allow_removal: String,
+    /// NEW holds only some packages (a fragment): only the packages NEW has are compared, so a
+    /// package missing from NEW is neither stranded nor removed.
+    #[arg(long)]
+    pub fragment: bool,
     #[command(flatten)]
     pub image: super::ImageArgs,
 }
@@ -46,6 +60,15 @@ pub fn run(a: Args) -> super::Ended {
     let semantics = match a.semantics {
         SemanticsArg::Classic => Semantics::Classic,
         SemanticsArg::V1 => Semantics::V1,
+    };
+    let opts = match crate::diff::removal::allow_pattern(&a.allow_removal) {
+        Ok(allow_removal) => crate::diff::Options {
+            semantics,
+            fragment: a.fragment,
+            allow_removal,
+            removal_gate: a.fail_on_removal,
+        },
+        Err(e) => return e.into(),
     };
     let loaded = crate::load::sources(
         std::slice::from_ref(&a.old),
@@ -75,7 +98,7 @@ pub fn run(a: Args) -> super::Ended {
             return super::Ended::Unreadable(e);
         }
     };
-    let report = crate::diff::diff(&old.catalog, &new.catalog, semantics);
+    let report = crate::diff::diff(&old.catalog, &new.catalog, &opts);
     let written = match a.output {
         Output::Json => {
             let doc = Json {
@@ -87,15 +110,16 @@ pub fn run(a: Args) -> super::Ended {
                 Err(e) => Err(std::io::Error::other(e)),
             }
         }
-        Output::Text => super::output::out(&text(&report)),
+        Output::Text => super::output::out(&text(&report, a.fail_on_removal)),
     };
     if let Err(e) = written {
         return crate::error::Error::failed(format_args!("writing output: {e}")).into();
     }
-    if report.stranded.is_empty() {
+    let removed = a.fail_on_removal && report.blocking_removals().next().is_some();
+    if report.stranded.is_empty() && !removed {
         super::Ended::Done
     } else {
-        // The report names every stranded version.
+        // The report names every stranded version and every removal.
         super::Ended::Reported
     }
 }
@@ -135,8 +159,44 @@ fn stranded_line(s: &Stranded) -> String {
     )
 }
 
-/// The human summary, stranded versions first.
-pub fn text(r: &Report) -> String {
+fn removal_line(r: &Removal) -> String {
+    let what = match r.removed {
+        Removed::Package => "package removed".to_string(),
+        Removed::Channel => "channel removed".to_string(),
+        Removed::Entry => format!("entry {} removed", r.bundle),
+    };
+    format!("{}/{}: {what}", r.package, r.channel)
+}
+
+/// The removal gate's part of the summary: the removals it fails on, then the allowed ones.
+fn removal_gate(out: &mut String, r: &Report) {
+    let blocking: Vec<&Removal> = r.blocking_removals().collect();
+    if blocking.is_empty() {
+        let _ = writeln!(
+            out,
+            "no channel or channel entry removed outside allowed channels"
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "REMOVED: {} channel(s) or channel entries removed outside allowed channels",
+            blocking.len()
+        );
+        for x in blocking {
+            let _ = writeln!(out, "  {}", removal_line(x));
+        }
+    }
+    let allowed: Vec<&Removal> = r.removals.iter().filter(|x| x.allowed).collect();
+    if !allowed.is_empty() {
+        let _ = writeln!(out, "removals in allowed channels ({}):", allowed.len());
+        for x in allowed {
+            let _ = writeln!(out, "  {}", removal_line(x));
+        }
+    }
+}
+
+/// The human summary, stranded versions first, then (with the removal gate on) removals.
+pub fn text(r: &Report, removal_gate_on: bool) -> String {
     let mut out = String::new();
     if r.stranded.is_empty() {
         let _ = writeln!(
@@ -154,6 +214,9 @@ pub fn text(r: &Report) -> String {
         for s in &r.stranded {
             let _ = writeln!(out, "  {}", stranded_line(s));
         }
+    }
+    if removal_gate_on {
+        removal_gate(&mut out, r);
     }
     section(&mut out, "new downgrade hops", &r.new_downgrades, |d| {
         format!(

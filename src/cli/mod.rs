@@ -15,6 +15,7 @@
 //! | [`connection_args`] | the connection flags, plain, `--src-` and `--dest-`, and their merge |
 //! | [`image_args`] | the image flags every image-reading command shares |
 //! | [`ingest`], [`validate`], [`list`], [`upgrade`], [`diff`], [`graph`] | the catalog commands |
+//! | [`validate_images`] | `validate --images`: its flags, findings and summary |
 //! | [`render`], [`render_template`], [`convert_template`], [`init`], [`migrate`] | the authoring commands |
 //! | [`serve`], [`health_probe`], [`opm`] | serving, the health probe, `opm` compatibility |
 //! | [`image`], [`sign`], [`generate`], [`mirror`] | images: build, push, sign, Dockerfile, mirror |
@@ -43,6 +44,7 @@ pub mod serve;
 pub mod sign;
 pub mod upgrade;
 pub mod validate;
+pub mod validate_images;
 mod values;
 
 use clap::{Parser, Subcommand, ValueEnum};
@@ -104,8 +106,19 @@ pub enum Command {
     /// (error or warning), `rule` (the stable id), `file`, `document`, `package`, `channel`,
     /// `bundle` (null when not applicable), `message` and `help` (null when there is none).
     ///
-    /// Exit codes: 0 valid (warnings may be printed), 1 invalid (or any warning, with
-    /// --warnings-as-errors), 2 usage error.
+    /// With --images, once the catalog rules pass, every distinct image the bundles name is
+    /// looked up at its registry (through --image-mirrors first, as a cluster pulls): rules
+    /// image-missing (404), image-unreachable (denied, TLS or network), image-unpinned (a
+    /// warning; an error with --require-digests), image-registry-not-allowed,
+    /// image-platform-missing (a related image lacks a platform the CSV's
+    /// operatorframework.io/arch.* and os.* labels declare; linux/amd64 by default) and
+    /// bundle-image-multi-arch (a warning). Image findings join `diagnostics` with `image` and
+    /// `location`; `images` holds the counts. Found images by digest are remembered in the
+    /// image cache (--no-cache asks again).
+    ///
+    /// Exit codes: 0 valid (warnings may be printed), 1 invalid or an image error (or any
+    /// warning, with --warnings-as-errors), or a SOURCE or --changed-from BASE could not be
+    /// read; 2 usage error (an unusable --image-mirrors file too).
     Validate(validate::Args),
     /// Write the catalog read from SOURCEs as a file-based catalog on stdout.
     ///
@@ -242,16 +255,23 @@ pub enum Command {
     /// package strands every version in it. Reasons: no-upgrade, path-ends-before-head,
     /// channel-removed, package-removed, unresolvable.
     ///
+    /// --fail-on-removal is the stricter gate for fragments against a target index: it also
+    /// fails when NEW removes a channel or a channel entry of OLD, except in channels matching
+    /// --allow-removal. With --fragment only the packages NEW has are compared.
+    ///
     /// JSON (--output json): {"semantics", "stranded":[{"package","channel","bundle","version",
     /// "reason","detail"}], "heads":[{"package","channel","old","new"}],
     /// "defaultChannels":[{"package","old","new"}], "packages":{"added","removed"},
     /// "channels":{"added":[{"package","name"}],"removed"}, "bundles":{"added":[{"package",
     /// "channel","name"}],"removed"}, "edges":{"added":[{"package","channel","from","to","kind"}],
     /// "removed"}, "newDowngrades":[{"package","channel","bundle","version","skipRange","covers",
-    /// "coversVersion"}]}.
+    /// "coversVersion"}], "removals":[{"package","channel","bundle","removed","allowed"}]}
+    /// (removed: package, channel or entry; bundle only for an entry).
     ///
-    /// Exit codes: 0 nothing stranded; 1 something stranded; 2 usage error; 3 a SOURCE could not
-    /// be read or is invalid (the comparison did not run); 130 interrupted.
+    /// Exit codes: 0 nothing stranded (and, with --fail-on-removal, nothing removed outside
+    /// allowed channels); 1 something stranded or removed; 2 usage error (a bad --allow-removal
+    /// pattern too); 3 a SOURCE could not be read or is invalid (the comparison did not run);
+    /// 130 interrupted.
     Diff(diff::Args),
     /// Print a shell completion script for opreg.
     ///

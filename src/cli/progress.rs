@@ -140,12 +140,15 @@ impl Drawer {
                         format!("{label} {{bar:30}} {{bytes}}/{{total_bytes}} {{bytes_per_sec}}")
                     }
                     Unit::Items(items) => {
-                        format!("{label} {{bar:30}} {{pos}}/{{len}} {items} [{{elapsed}}]")
+                        format!("{label} {{bar:30}} {{pos}}/{{len}} {items} [{{elapsed}}] {{msg}}")
                     }
                 };
                 self.replace(Some(styled(indicatif::ProgressBar::new(total), &template)));
             }
             Event::Position(done) => self.with_bar(|pb| pb.set_position(done)),
+            Event::Findings(n) => {
+                self.with_bar(|pb| pb.set_message(format!("{n} findings so far")))
+            }
             Event::Done => self.replace(None),
             Event::Images(n) => self.with_bar(|pb| pb.set_length(n as u64)),
             Event::ImageStarted(name) => {

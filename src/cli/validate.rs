@@ -28,6 +28,8 @@ pub struct Args {
     #[arg(long)]
     pub allow_empty: bool,
     #[command(flatten)]
+    pub images: super::validate_images::Args,
+    #[command(flatten)]
     pub image: super::ImageArgs,
 }
 
@@ -45,7 +47,17 @@ struct Report<'a> {
     packages: Option<usize>,
     bundles: Option<usize>,
     entries: Option<usize>,
-    diagnostics: Vec<Record<'a>>,
+    diagnostics: Vec<Entry<'a>>,
+    /// The image checks' counts (null without --images, or when the catalog is invalid).
+    images: Option<&'a crate::imagecheck::Summary>,
+}
+
+/// A catalog diagnostic, or an image finding (which also has `image` and `location`).
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Entry<'a> {
+    Catalog(Record<'a>),
+    Image(super::validate_images::Record<'a>),
 }
 
 /// One diagnostic, field by field.
@@ -85,13 +97,19 @@ impl<'a> From<&'a Diagnostic> for Record<'a> {
 pub fn run(a: Args) -> super::Ended {
     let text = a.output == Format::Text;
     let progress = super::progress::reporter(a.quiet);
+    let image = a.image.options();
+    let images = match a.images.checks(&image) {
+        Ok(i) => i,
+        Err(e) => return e.into(),
+    };
     // Downloads draw their bars whatever the format; the checking spinner only beside text.
     let opts = crate::query::ValidateOptions {
         sources: a.sources.clone(),
         upgrades: a.upgrades,
         warnings_as_errors: a.warnings_as_errors,
         allow_empty: a.allow_empty,
-        image: a.image.options(),
+        image,
+        images,
         checking: if text {
             progress.clone()
         } else {
@@ -109,6 +127,10 @@ pub fn run(a: Args) -> super::Ended {
             c.warnings.iter().for_each(super::output::diagnostic);
         }
         c.errors.iter().for_each(super::output::diagnostic);
+        if let Some(r) = &c.images {
+            super::validate_images::print(r, a.quiet && !a.warnings_as_errors);
+        }
+        let image_errors = c.images.as_ref().map_or(0, |r| r.errors());
         match counts {
             Some((p, b, e)) if valid => {
                 if !a.quiet {
@@ -117,9 +139,12 @@ pub fn run(a: Args) -> super::Ended {
                     ));
                 }
             }
+            Some(_) if image_errors > 0 => super::output::failure_summary(format_args!(
+                "{image_errors} image error(s): the catalog's images are not all usable"
+            )),
             Some(_) => super::output::failure_summary(format_args!(
                 "{} warning(s), refused by --warnings-as-errors",
-                c.warnings.len()
+                c.warnings.len() + c.images.as_ref().map_or(0, |r| r.warnings())
             )),
             None => super::output::failure_summary(format_args!(
                 "{} error(s): the catalog is invalid",
@@ -136,8 +161,15 @@ pub fn run(a: Args) -> super::Ended {
                 .errors
                 .iter()
                 .chain(&c.warnings)
-                .map(Record::from)
+                .map(|d| Entry::Catalog(Record::from(d)))
+                .chain(
+                    c.images
+                        .iter()
+                        .flat_map(|r| &r.findings)
+                        .map(|f| Entry::Image(f.into())),
+                )
                 .collect(),
+            images: c.images.as_ref().map(|r| &r.summary),
         };
         let doc = if a.output == Format::Json {
             serde_json::to_string_pretty(&report)

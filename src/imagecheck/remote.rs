@@ -1,0 +1,153 @@
+//! The one file of [`super`] that talks to the registry client: a narrow surface (make a
+//! client for a reference, GET its manifest, read its config blob) so that the client can move
+//! without the image checks noticing. One [`Client::look`] per location.
+//!
+//! The client answers 401 challenges itself and tries 429 and 5xx again (after `Retry-After`);
+//! what comes back here is the final answer, told apart as found, missing (404 with
+//! `NAME_UNKNOWN` or `MANIFEST_UNKNOWN`), denied (401, 403, or credentials refused while
+//! answering a challenge) or failed (TLS, the network, any other status).
+
+use super::refs::Platform;
+use crate::registry::{read_limited, BlobSource, Registry};
+use serde::{Deserialize, Serialize};
+
+/// What an image is, as found.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Served {
+    /// A single image, and its platform when it was read.
+    Image(Option<Platform>),
+    /// An index and the platforms it lists.
+    Index(Vec<Platform>),
+}
+
+/// One location's answer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Reply {
+    Found(Served),
+    Missing(String),
+    Denied(String),
+    Failed(String),
+}
+
+/// How to reach registries, made once per run.
+pub struct Client {
+    conn: crate::registry::Connection,
+    max_manifest: u64,
+}
+
+impl Client {
+    pub fn new(image: &crate::image::ImageOptions) -> Client {
+        Client {
+            conn: image.connection.clone(),
+            max_manifest: image.max_manifest_size,
+        }
+    }
+
+    /// The registry a location's requests go to (for the per-registry limit).
+    pub fn host(location: &str) -> String {
+        crate::image::reference::parse(location)
+            .map(|r| r.registry)
+            .unwrap_or_default()
+    }
+
+    /// Asks for `location`'s manifest; for a single image with `platform`, also its config
+    /// (to learn its OS and architecture).
+    pub fn look(&self, location: &str, platform: bool) -> Reply {
+        let r = match crate::image::reference::parse(location) {
+            Ok(r) => r,
+            Err(e) => return Reply::Failed(format!("{location}: {e}")),
+        };
+        let mut reg = match Registry::new(&r, &self.conn) {
+            Ok(reg) => reg,
+            Err(e) => return Reply::Failed(crate::text::one_line(&e)),
+        };
+        let url = reg.url(&format!("manifests/{}", r.manifest_ref()));
+        let accept = [("Accept", crate::oci::manifest::ACCEPT)];
+        let resp = match reg.send_with("GET", &url, None, &accept, &[]) {
+            Ok(resp) => resp,
+            Err(e) => {
+                let line = crate::text::one_line(&e.error);
+                return if line.starts_with("unauthorized") {
+                    Reply::Denied(line)
+                } else {
+                    Reply::Failed(line)
+                };
+            }
+        };
+        let status = resp.status().as_u16();
+        let what = match &r.digest {
+            Some(d) => format!("manifest {d}"),
+            None => format!("tag {:?}", r.manifest_ref()),
+        };
+        match status {
+            200 => {}
+            404 => {
+                let body = read_limited(resp.into_body().into_reader(), 64 * 1024, "error")
+                    .unwrap_or_default();
+                let code = serde_json::from_slice::<serde_json::Value>(&body)
+                    .ok()
+                    .and_then(|v| v.pointer("/errors/0/code")?.as_str().map(str::to_string))
+                    .unwrap_or_default();
+                return match code.as_str() {
+                    "NAME_UNKNOWN" => Reply::Missing(format!(
+                        "repository {} not found on {} (NAME_UNKNOWN)",
+                        r.repository, r.registry
+                    )),
+                    "MANIFEST_UNKNOWN" => Reply::Missing(format!(
+                        "{what} not found in {} on {} (MANIFEST_UNKNOWN)",
+                        r.repository, r.registry
+                    )),
+                    _ => Reply::Failed(format!(
+                        "{} answered HTTP 404 for {what} of {} without a registry error code",
+                        r.registry, r.repository
+                    )),
+                };
+            }
+            401 | 403 => {
+                let e = reg.status_error(&what, resp);
+                return Reply::Denied(format!("{} (HTTP {status})", crate::text::one_line(&e)));
+            }
+            _ => return Reply::Failed(crate::text::one_line(reg.status_error(&what, resp))),
+        }
+        let content_type = resp
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        let bytes = match read_limited(
+            resp.into_body().into_reader(),
+            self.max_manifest,
+            "manifest",
+        ) {
+            Ok(b) => b,
+            Err(e) => return Reply::Failed(crate::text::one_line(&e)),
+        };
+        use crate::oci::manifest::{parse_manifest, Manifest};
+        match parse_manifest(&bytes, content_type.as_deref()) {
+            Ok(Manifest::Index { manifests }) => Reply::Found(Served::Index(
+                manifests
+                    .iter()
+                    .filter_map(|d| d.platform.as_ref())
+                    .filter(|p| p.os != "unknown" && p.architecture != "unknown")
+                    .map(|p| (p.os.clone(), p.architecture.clone()))
+                    .collect(),
+            )),
+            Ok(Manifest::Image { config, .. }) if platform => Reply::Found(Served::Image(
+                self.config_platform(&mut reg, &config.digest),
+            )),
+            Ok(Manifest::Image { .. }) => Reply::Found(Served::Image(None)),
+            Err(e) => Reply::Failed(format!("{location}: {e}")),
+        }
+    }
+
+    /// The OS and architecture an image's config names; `None` when it cannot be read.
+    fn config_platform(&self, reg: &mut Registry, digest: &str) -> Option<Platform> {
+        let body = reg.blob(digest).ok()?;
+        let bytes = read_limited(body, self.max_manifest, "image config").ok()?;
+        let v: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+        let os = v.get("os")?.as_str()?.to_string();
+        let arch = v.get("architecture")?.as_str()?.to_string();
+        Some((os, arch))
+    }
+}
