@@ -165,6 +165,16 @@ pub enum Severity {
     Warning,
 }
 
+impl Severity {
+    /// The level as text and JSON spell it: `error` or `warning`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Diagnostic {
     pub severity: Severity,
@@ -234,11 +244,7 @@ impl Diagnostic {
 
 impl fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let level = match self.severity {
-            Severity::Error => "error",
-            Severity::Warning => "warning",
-        };
-        write!(f, "{level}[{}]: ", self.rule.id())?;
+        write!(f, "{}[{}]: ", self.severity.as_str(), self.rule.id())?;
         if let Some(o) = &self.origin {
             write!(f, "{o}: ")?;
         }

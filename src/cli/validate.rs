@@ -1,7 +1,7 @@
 //! `opreg validate`: the ingest checks, writing nothing; the diagnostics as text on stderr or
 //! as a JSON or YAML document on stdout (for CI).
 
-use crate::diag::{Diagnostic, Severity};
+use crate::diag::Diagnostic;
 use clap::ValueEnum;
 use serde::Serialize;
 use std::path::PathBuf;
@@ -60,28 +60,25 @@ enum Entry<'a> {
     Image(super::validate_images::Record<'a>),
 }
 
-/// One diagnostic, field by field.
+/// One diagnostic, field by field (an image finding adds its own two).
 #[derive(Serialize)]
-struct Record<'a> {
-    severity: &'static str,
-    rule: &'static str,
-    file: Option<&'a str>,
-    document: Option<usize>,
-    package: Option<&'a str>,
-    channel: Option<&'a str>,
-    bundle: Option<&'a str>,
-    message: &'a str,
+pub(super) struct Record<'a> {
+    pub(super) severity: &'static str,
+    pub(super) rule: &'static str,
+    pub(super) file: Option<&'a str>,
+    pub(super) document: Option<usize>,
+    pub(super) package: Option<&'a str>,
+    pub(super) channel: Option<&'a str>,
+    pub(super) bundle: Option<&'a str>,
+    pub(super) message: &'a str,
     /// What to change, and where (the text's `help:` line).
-    help: Option<&'a str>,
+    pub(super) help: Option<&'a str>,
 }
 
 impl<'a> From<&'a Diagnostic> for Record<'a> {
     fn from(d: &'a Diagnostic) -> Self {
         Record {
-            severity: match d.severity {
-                Severity::Error => "error",
-                Severity::Warning => "warning",
-            },
+            severity: d.severity.as_str(),
             rule: d.rule.id(),
             file: d.origin.as_ref().map(|o| o.file.as_str()),
             document: d.origin.as_ref().and_then(|o| o.doc),

@@ -111,34 +111,34 @@ fn summary_line(s: &Summary) -> String {
     line
 }
 
-/// A finding in the JSON or YAML report's `diagnostics`.
+/// A finding in the JSON or YAML report's `diagnostics`: a diagnostic's fields (no file,
+/// document or channel) and two more.
 #[derive(serde::Serialize)]
 pub struct Record<'a> {
-    severity: &'static str,
-    rule: &'static str,
-    package: &'a str,
-    bundle: &'a str,
+    #[serde(flatten)]
+    diagnostic: super::validate::Record<'a>,
     image: &'a str,
     /// The mirror that answered, when one did.
     location: Option<&'a str>,
-    message: &'a str,
-    help: Option<&'a str>,
 }
 
 impl<'a> From<&'a Finding> for Record<'a> {
     fn from(f: &'a Finding) -> Self {
-        Record {
-            severity: match f.severity {
-                crate::diag::Severity::Error => "error",
-                crate::diag::Severity::Warning => "warning",
-            },
+        let diagnostic = super::validate::Record {
+            severity: f.severity.as_str(),
             rule: f.rule.id(),
-            package: &f.package,
-            bundle: &f.bundle,
-            image: &f.image,
-            location: f.location.as_deref(),
+            file: None,
+            document: None,
+            package: Some(&f.package),
+            channel: None,
+            bundle: Some(&f.bundle),
             message: &f.message,
             help: (!f.help.is_empty()).then_some(f.help.as_str()),
+        };
+        Record {
+            diagnostic,
+            image: &f.image,
+            location: f.location.as_deref(),
         }
     }
 }

@@ -89,10 +89,7 @@ pub struct Finding {
 
 impl std::fmt::Display for Finding {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let level = match self.severity {
-            Severity::Error => "error",
-            Severity::Warning => "warning",
-        };
+        let level = self.severity.as_str();
         write!(
             f,
             "{level}[{}]: package {:?}, bundle {:?}, image {:?}: {}",

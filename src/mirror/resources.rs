@@ -86,6 +86,30 @@ pub struct CatalogResource {
     pub template: Option<PathBuf>,
 }
 
+impl From<&super::plan::PlannedImage> for Mirrored {
+    fn from(i: &super::plan::PlannedImage) -> Mirrored {
+        Mirrored {
+            source: i.wanted.source.clone(),
+            destination: i.destination.clone(),
+            kind: match i.wanted.origins.first() {
+                Some(super::images::Origin::Additional) => Kind::Additional,
+                _ => Kind::Operator,
+            },
+        }
+    }
+}
+
+impl From<&super::plan::PlannedCatalog> for CatalogResource {
+    fn from(c: &super::plan::PlannedCatalog) -> CatalogResource {
+        let template = &c.entry.target_catalog_source_template;
+        CatalogResource {
+            source: c.entry.catalog.clone(),
+            destination: c.destination.clone(),
+            template: (!template.is_empty()).then(|| PathBuf::from(template)),
+        }
+    }
+}
+
 /// The files of `cluster-resources/`: (file name, YAML), sorted by name. `repository_scope`
 /// (oc-mirror sets it with `--max-nested-paths`) makes every mirror entry a repository. The
 /// error names the image, catalog or template at fault.

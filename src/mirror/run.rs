@@ -11,7 +11,7 @@ use super::disk;
 use super::history::Date;
 use super::plan::{self, Plan, PlanOptions};
 use super::rebuild::{self, RebuildOptions, Rebuilt};
-use super::resources::{self, CatalogResource, Kind, Mirrored};
+use super::resources::{self, CatalogResource, Mirrored};
 use super::transfer::{self, End, Inspected, Outcome, TransferOptions};
 use super::workspace;
 use crate::error::Error;
@@ -473,30 +473,12 @@ fn push_from_disk(
 
 /// The cluster resources of the plan's images and catalogs, written to `dir`.
 fn write_resources(report: &mut Report, dir: &Path, opts: &MirrorOptions) -> Result<(), Error> {
-    let mirrored: Vec<Mirrored> = report
-        .plan
-        .images
-        .iter()
-        .map(|i| Mirrored {
-            source: i.wanted.source.clone(),
-            destination: i.destination.clone(),
-            kind: match i.wanted.origins.first() {
-                Some(super::images::Origin::Additional) => Kind::Additional,
-                _ => Kind::Operator,
-            },
-        })
-        .collect();
+    let mirrored: Vec<Mirrored> = report.plan.images.iter().map(Mirrored::from).collect();
     let catalogs: Vec<CatalogResource> = report
         .plan
         .catalogs
         .iter()
-        .map(|c| CatalogResource {
-            source: c.entry.catalog.clone(),
-            destination: c.destination.clone(),
-            template: Some(&c.entry.target_catalog_source_template)
-                .filter(|t| !t.is_empty())
-                .map(PathBuf::from),
-        })
+        .map(CatalogResource::from)
         .collect();
     let files = resources::render(&mirrored, &catalogs, opts.max_nested_paths > 0)
         .map_err(Error::failed)?;
