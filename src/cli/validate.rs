@@ -57,22 +57,22 @@ struct Report<'a> {
 #[serde(untagged)]
 enum Entry<'a> {
     Catalog(Record<'a>),
-    Image(super::validate_images::Record<'a>),
+    Image(ImageRecord<'a>),
 }
 
 /// One diagnostic, field by field (an image finding adds its own two).
 #[derive(Serialize)]
-pub(super) struct Record<'a> {
-    pub(super) severity: &'static str,
-    pub(super) rule: &'static str,
-    pub(super) file: Option<&'a str>,
-    pub(super) document: Option<usize>,
-    pub(super) package: Option<&'a str>,
-    pub(super) channel: Option<&'a str>,
-    pub(super) bundle: Option<&'a str>,
-    pub(super) message: &'a str,
+struct Record<'a> {
+    severity: &'static str,
+    rule: &'static str,
+    file: Option<&'a str>,
+    document: Option<usize>,
+    package: Option<&'a str>,
+    channel: Option<&'a str>,
+    bundle: Option<&'a str>,
+    message: &'a str,
     /// What to change, and where (the text's `help:` line).
-    pub(super) help: Option<&'a str>,
+    help: Option<&'a str>,
 }
 
 impl<'a> From<&'a Diagnostic> for Record<'a> {
@@ -87,6 +87,38 @@ impl<'a> From<&'a Diagnostic> for Record<'a> {
             bundle: d.bundle.as_deref(),
             message: &d.message,
             help: d.help.as_deref(),
+        }
+    }
+}
+
+/// A finding in the JSON or YAML report's `diagnostics`: a diagnostic's fields (no file,
+/// document or channel) and two more.
+#[derive(serde::Serialize)]
+struct ImageRecord<'a> {
+    #[serde(flatten)]
+    diagnostic: Record<'a>,
+    image: &'a str,
+    /// The mirror that answered, when one did.
+    location: Option<&'a str>,
+}
+
+impl<'a> From<&'a crate::imagecheck::Finding> for ImageRecord<'a> {
+    fn from(f: &'a crate::imagecheck::Finding) -> Self {
+        let diagnostic = Record {
+            severity: f.severity.as_str(),
+            rule: f.rule.id(),
+            file: None,
+            document: None,
+            package: Some(&f.package),
+            channel: None,
+            bundle: Some(&f.bundle),
+            message: &f.message,
+            help: (!f.help.is_empty()).then_some(f.help.as_str()),
+        };
+        ImageRecord {
+            diagnostic,
+            image: &f.image,
+            location: f.location.as_deref(),
         }
     }
 }

@@ -1,7 +1,7 @@
 //! `opreg validate --images`: the flags of the image checks, and their findings and summary
 //! printed. The checks are [`crate::imagecheck`], called through [`crate::query::validate`].
 
-use crate::imagecheck::{mirrors::Mirrors, Finding, Report, Summary};
+use crate::imagecheck::{mirrors::Mirrors, Report, Summary};
 use crate::query::ImageChecks;
 use std::path::PathBuf;
 
@@ -109,36 +109,4 @@ fn summary_line(s: &Summary) -> String {
         ));
     }
     line
-}
-
-/// A finding in the JSON or YAML report's `diagnostics`: a diagnostic's fields (no file,
-/// document or channel) and two more.
-#[derive(serde::Serialize)]
-pub struct Record<'a> {
-    #[serde(flatten)]
-    diagnostic: super::validate::Record<'a>,
-    image: &'a str,
-    /// The mirror that answered, when one did.
-    location: Option<&'a str>,
-}
-
-impl<'a> From<&'a Finding> for Record<'a> {
-    fn from(f: &'a Finding) -> Self {
-        let diagnostic = super::validate::Record {
-            severity: f.severity.as_str(),
-            rule: f.rule.id(),
-            file: None,
-            document: None,
-            package: Some(&f.package),
-            channel: None,
-            bundle: Some(&f.bundle),
-            message: &f.message,
-            help: (!f.help.is_empty()).then_some(f.help.as_str()),
-        };
-        Record {
-            diagnostic,
-            image: &f.image,
-            location: f.location.as_deref(),
-        }
-    }
 }
