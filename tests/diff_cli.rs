@@ -19,7 +19,7 @@ fn bundle(pkg: &str, v: &str) -> String {
 
 /// A catalog: package `p` with `channels` (name, entries YAML), bundles `versions`, and,
 /// when `other` is set, a second package `q`.
-fn catalog(
+pub(crate) fn catalog(
     dir: &Path,
     name: &str,
     channels: &[(&str, &str)],

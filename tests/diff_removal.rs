@@ -7,44 +7,29 @@ use crate::common::opreg;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
-fn bundle(pkg: &str, v: &str) -> String {
-    format!(
-        "---\nschema: olm.bundle\npackage: {pkg}\nname: {pkg}.v{v}\nimage: quay.io/x/{pkg}:{v}\n\
-         properties:\n  - type: olm.package\n    value: {{packageName: {pkg}, version: {v}}}\n"
-    )
-}
-
 /// Package `p` with `channels` (name, entry names, each skipping every lower version of any
-/// channel, so that no entry removal strands anything), and package `q` when `with_q`.
+/// channel, so that no entry removal strands anything), and package `q` when `with_q`: the
+/// diff tests' catalog, with these entries.
 fn catalog(dir: &Path, name: &str, channels: &[(&str, &[&str])], with_q: bool) -> PathBuf {
-    let mut y = format!(
-        "---\nschema: olm.package\nname: p\ndefaultChannel: {}\n",
-        channels[0].0
-    );
     let versions: std::collections::BTreeSet<&str> =
         channels.iter().flat_map(|c| c.1.iter().copied()).collect();
-    for (ch, entries) in channels {
-        y += &format!("---\nschema: olm.channel\npackage: p\nname: {ch}\nentries:\n");
-        for v in entries.iter() {
-            y += &format!("  - name: p.v{v}\n");
-            let lower: Vec<String> = versions.range(..*v).map(|e| format!("p.v{e}")).collect();
-            if !lower.is_empty() {
-                y += &format!("    skips: [{}]\n", lower.join(", "));
+    let entries: Vec<(&str, String)> = channels
+        .iter()
+        .map(|(ch, names)| {
+            let mut e = String::new();
+            for v in names.iter() {
+                e += &format!("  - name: p.v{v}\n");
+                let lower: Vec<String> = versions.range(..*v).map(|x| format!("p.v{x}")).collect();
+                if !lower.is_empty() {
+                    e += &format!("    skips: [{}]\n", lower.join(", "));
+                }
             }
-        }
-    }
-    for v in versions {
-        y += &bundle("p", v);
-    }
-    if with_q {
-        y += "---\nschema: olm.package\nname: q\ndefaultChannel: c\n\
-              ---\nschema: olm.channel\npackage: q\nname: c\nentries:\n  - name: q.v1.0.0\n";
-        y += &bundle("q", "1.0.0");
-    }
-    let d = dir.join(name);
-    std::fs::create_dir_all(&d).unwrap();
-    std::fs::write(d.join("catalog.yaml"), y).unwrap();
-    d
+            (*ch, e)
+        })
+        .collect();
+    let entries: Vec<(&str, &str)> = entries.iter().map(|(c, e)| (*c, e.as_str())).collect();
+    let versions: Vec<&str> = versions.into_iter().collect();
+    crate::diff_cli::catalog(dir, name, &entries, &versions, with_q)
 }
 
 fn run(old: &Path, new: &Path, extra: &[&str]) -> (i32, Value) {
