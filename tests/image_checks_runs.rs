@@ -1,7 +1,7 @@
 //! `opreg validate --images` across runs and mirrors, counting the registry's requests at the
 //! fault relay: an IDMS file sends lookups to the mirror (also the IDMS `opreg mirror` writes),
 //! `--changed-from` asks only about the changed bundles' images, and a rerun with the cache
-//! asks nothing about images pinned by digest.
+//! asks nothing about images pinned by digest, and confirms tags by their repository's list.
 
 use crate::registry_support;
 
@@ -314,4 +314,77 @@ fn changed_from_and_the_cache_ask_only_what_they_must() {
     ]);
     assert_eq!(code, 1);
     assert!(err.contains("/nonexistent/base"), "{err}");
+}
+
+#[test]
+fn a_rerun_confirms_tags_by_their_repository_list() {
+    let ctx = Ctx::new();
+    let reg = Registry::http();
+    let relay = relay(&reg);
+    let h = format!("127.0.0.1:{}", relay.port);
+    let b = format!("{h}/b@{}", reg.push("b", "v1", &img("b")));
+    reg.push("many", "v1", &img("one"));
+    let gone = reg.push("many", "v2", &img("two"));
+    reg.push("solo", "v1", &img("solo"));
+    let related = vec![
+        format!("{h}/many:v1"),
+        format!("{h}/many:v2"),
+        format!("{h}/solo:v1"),
+    ];
+    let c = catalog(&ctx.path("c"), &[("p.v1", "1.0.0", b, related)]);
+    let c = c.to_str().unwrap();
+    let gets = |what: &str| -> Vec<String> {
+        let seen = relay.seen.lock().unwrap();
+        let mut v: Vec<String> = seen
+            .iter()
+            .filter(|(s, _)| s.method == "GET" && s.path.contains(what))
+            .map(|(s, _)| s.path.clone())
+            .collect();
+        v.sort();
+        v
+    };
+    let (code, v, err) = validate(&ctx, &[c, "--images"]);
+    assert_eq!(
+        (code, v["images"]["images"].clone()),
+        (0, 4.into()),
+        "{err}"
+    );
+    // Each tagged image is single-platform: its config is read to learn its platform.
+    assert_eq!(gets("/blobs/").len(), 3);
+    assert_eq!(gets("/tags/list"), Vec::<String>::new());
+
+    // The rerun: the two tags of `many` are confirmed by one tag list, `solo`'s only tag is
+    // read (a list would cost the same), and no config is read again.
+    relay.seen.lock().unwrap().clear();
+    let (code, v, err) = validate(&ctx, &[c, "--images"]);
+    assert_eq!(
+        (code, v["images"]["fromCache"].clone()),
+        (0, 3.into()),
+        "{err}"
+    );
+    assert_eq!(
+        gets("/manifests/"),
+        vec!["/v2/solo/manifests/v1".to_string()]
+    );
+    assert_eq!(gets("/tags/list").len(), 1, "{:?}", gets("/tags/list"));
+    assert_eq!(gets("/blobs/"), Vec::<String>::new());
+
+    // A tag deleted at the registry is no longer listed: it is read, and reported missing.
+    reg.delete_manifest("many", &gone);
+    relay.seen.lock().unwrap().clear();
+    let (code, v, _) = validate(&ctx, &[c, "--images"]);
+    let missing: Vec<Value> = image_findings(&v)
+        .into_iter()
+        .filter(|f| f["rule"] == "image-missing")
+        .collect();
+    assert_eq!((code, missing.len()), (1, 1), "{v}");
+    assert!(missing[0].to_string().contains("many:v2"), "{v}");
+    assert!(gets("/manifests/").contains(&"/v2/many/manifests/v2".to_string()));
+    assert!(!gets("/manifests/").contains(&"/v2/many/manifests/v1".to_string()));
+
+    // --no-cache reads every tag again.
+    relay.seen.lock().unwrap().clear();
+    validate(&ctx, &[c, "--images", "--no-cache"]);
+    assert_eq!(gets("/manifests/").len(), 4);
+    assert_eq!(gets("/tags/list"), Vec::<String>::new());
 }

@@ -114,7 +114,8 @@ pub enum Command {
     /// operatorframework.io/arch.* and os.* labels declare; linux/amd64 by default) and
     /// bundle-image-multi-arch (a warning). Image findings join `diagnostics` with `image` and
     /// `location`; `images` holds the counts. Found images by digest are remembered in the
-    /// image cache (--no-cache asks again).
+    /// image cache, and a rerun confirms tags read in the last 24 hours by their repository's
+    /// tag list (--no-cache asks again).
     ///
     /// Exit codes: 0 valid (warnings may be printed), 1 invalid or an image error (or any
     /// warning, with --warnings-as-errors), or a SOURCE or --changed-from BASE could not be

@@ -1,16 +1,18 @@
 //! The lookups: each distinct reference once, on `--parallel` threads, at most
 //! [`super::PER_REGISTRY`] at a time to any one registry; each reference at the locations a
 //! cluster would pull it from ([`super::mirrors`]), in order, until one has it; a reference by
-//! digest answered from the cache when a location's answer is kept there.
+//! digest answered from the cache when a location's answer is kept there. A reference by tag
+//! that the cache has a recent reading of is confirmed by its repository's tag list when two or
+//! more such tags share the repository (one request then answers them all).
 
 use super::cache::Cache;
 use super::refs::Wanted;
 use super::remote::{Client, Reply, Served};
 use super::Options;
 use crate::progress::{Reporter, Unit};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 
 /// What the lookups found for one reference.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -72,15 +74,81 @@ impl Drop for Held<'_> {
     }
 }
 
+/// `registry/repository` and the tag of a reference by tag alone.
+fn repo_tag(reference: &str) -> Option<(String, String)> {
+    let r = crate::imageref::parse(reference).ok()?;
+    if r.digest.is_some() {
+        return None;
+    }
+    Some((format!("{}/{}", r.domain, r.path), r.tag?))
+}
+
+/// A tag list per repository worth listing, read once per run.
+type List = Arc<OnceLock<Option<HashSet<String>>>>;
+
+/// The repositories where two or more references by tag have a reading in the cache, and
+/// their tag lists once read.
+struct Listings {
+    worth: HashSet<String>,
+    lists: Mutex<HashMap<String, List>>,
+}
+
+impl Listings {
+    fn new(wanted: &[Wanted], opts: &Options, cache: &Cache) -> Listings {
+        let mut counts: HashMap<String, usize> = HashMap::new();
+        for w in wanted {
+            for l in opts.mirrors.locations(&w.reference) {
+                if cache.tagged(&l.reference).is_some() {
+                    if let Some((repo, _)) = repo_tag(&l.reference) {
+                        *counts.entry(repo).or_default() += 1;
+                    }
+                }
+            }
+        }
+        Listings {
+            worth: counts
+                .into_iter()
+                .filter(|(_, n)| *n >= 2)
+                .map(|(r, _)| r)
+                .collect(),
+            lists: Mutex::default(),
+        }
+    }
+
+    /// Whether `location`'s repository lists its tag (false when it is not worth listing, or
+    /// the list cannot be read).
+    fn lists(&self, location: &str, client: &Client, limiter: &Limiter) -> bool {
+        let Some((repo, tag)) = repo_tag(location) else {
+            return false;
+        };
+        if !self.worth.contains(&repo) {
+            return false;
+        }
+        let list = self
+            .lists
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(repo)
+            .or_default()
+            .clone();
+        let tags = list.get_or_init(|| {
+            let _held = limiter.acquire(&Client::host(location));
+            client.tags(location)
+        });
+        tags.as_ref().is_some_and(|t| t.contains(&tag))
+    }
+}
+
 /// Looks up every reference of `wanted`.
 pub fn run(wanted: &[Wanted], opts: &Options, progress: &Reporter) -> Looked {
-    let cache = Cache::open(opts.cache_dir.as_deref());
+    let cache = Cache::open(opts.cache_dir.as_deref(), opts.no_cache);
     let client = Client::new(&opts.image);
     let limiter = Limiter {
         per: opts.per_registry.max(1),
         held: Mutex::default(),
         freed: Condvar::new(),
     };
+    let listings = Listings::new(wanted, opts, &cache);
     let (next, done, cached, problems) = (
         AtomicUsize::new(0),
         AtomicUsize::new(0),
@@ -99,7 +167,7 @@ pub fn run(wanted: &[Wanted], opts: &Options, progress: &Reporter) -> Looked {
             s.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(w) = wanted.get(i) else { break };
-                let (answer, from_cache) = one(w, opts, &cache, &client, &limiter);
+                let (answer, from_cache) = one(w, opts, &cache, &client, &limiter, &listings);
                 if from_cache {
                     cached.fetch_add(1, Ordering::Relaxed);
                 }
@@ -129,6 +197,7 @@ fn one(
     cache: &Cache,
     client: &Client,
     limiter: &Limiter,
+    listings: &Listings,
 ) -> (Answer, bool) {
     let Ok(parsed) = crate::imageref::parse(&w.reference) else {
         return (Answer::Skipped, false);
@@ -152,9 +221,21 @@ fn one(
     }
     let platforms = w.needs_platforms();
     let usable = |s: &Served| !(platforms && *s == Served::Image(None));
-    if !opts.no_cache {
-        for l in &locations {
-            if let Some(served) = cache.get(&l.reference).filter(usable) {
+    for l in &locations {
+        if let Some(served) = cache.get(&l.reference).filter(usable) {
+            let found = Answer::Found {
+                served,
+                location: l.reference.clone(),
+                mirror: l.mirror,
+            };
+            return (found, true);
+        }
+    }
+    let mut failures = Vec::new();
+    for l in &locations {
+        let known = cache.tagged(&l.reference).filter(|(_, s)| usable(s));
+        if let Some((_, served)) = known {
+            if listings.lists(&l.reference, client, limiter) {
                 let found = Answer::Found {
                     served,
                     location: l.reference.clone(),
@@ -163,16 +244,14 @@ fn one(
                 return (found, true);
             }
         }
-    }
-    let mut failures = Vec::new();
-    for l in &locations {
         let reply = {
             let _held = limiter.acquire(&Client::host(&l.reference));
-            client.look(&l.reference, platforms)
+            client.look(&l.reference, platforms, cache)
         };
         match reply {
-            Reply::Found(served) => {
+            Reply::Found(served, digest) => {
                 cache.put(&l.reference, &served);
+                cache.put_tag(&l.reference, &digest, &served);
                 let found = Answer::Found {
                     served,
                     location: l.reference.clone(),
@@ -191,7 +270,7 @@ fn one(
                 Reply::Missing(t) => t.clone(),
                 Reply::Denied(t) => format!("access denied: {t}"),
                 Reply::Failed(t) => t.clone(),
-                Reply::Found(_) => String::new(),
+                Reply::Found(..) => String::new(),
             };
             if alone {
                 text

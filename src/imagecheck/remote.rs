@@ -1,5 +1,5 @@
 //! The one file of [`super`] that talks to the registry client: a narrow surface (make a
-//! client for a reference, GET its manifest, read its config blob) so that the client can move
+//! client for a reference, GET its manifest, read its config blob, list a repository's tags) so that the client can move
 //! without the image checks noticing. One [`Client::look`] per location.
 //!
 //! The client answers 401 challenges itself and tries 429 and 5xx again (after `Retry-After`);
@@ -7,6 +7,7 @@
 //! `NAME_UNKNOWN` or `MANIFEST_UNKNOWN`), denied (401, 403, or credentials refused while
 //! answering a challenge) or failed (TLS, the network, any other status).
 
+use super::cache::Cache;
 use super::refs::Platform;
 use crate::registry::{read_limited, BlobSource, Registry};
 use serde::{Deserialize, Serialize};
@@ -24,7 +25,8 @@ pub enum Served {
 /// One location's answer.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Reply {
-    Found(Served),
+    /// What the image is, and its manifest's digest.
+    Found(Served, String),
     Missing(String),
     Denied(String),
     Failed(String),
@@ -52,8 +54,8 @@ impl Client {
     }
 
     /// Asks for `location`'s manifest; for a single image with `platform`, also its config
-    /// (to learn its OS and architecture).
-    pub fn look(&self, location: &str, platform: bool) -> Reply {
+    /// (to learn its OS and architecture), unless `cache` knows that config.
+    pub fn look(&self, location: &str, platform: bool, cache: &Cache) -> Reply {
         let r = match crate::image::reference::parse(location) {
             Ok(r) => r,
             Err(e) => return Reply::Failed(format!("{location}: {e}")),
@@ -124,8 +126,10 @@ impl Client {
             Err(e) => return Reply::Failed(crate::text::one_line(&e)),
         };
         use crate::oci::manifest::{parse_manifest, Manifest};
+        let digest = crate::digest::sha256(&bytes);
+        let found = |served| Reply::Found(served, digest.clone());
         match parse_manifest(&bytes, content_type.as_deref()) {
-            Ok(Manifest::Index { manifests }) => Reply::Found(Served::Index(
+            Ok(Manifest::Index { manifests }) => found(Served::Index(
                 manifests
                     .iter()
                     .filter_map(|d| d.platform.as_ref())
@@ -133,21 +137,37 @@ impl Client {
                     .map(|p| (p.os.clone(), p.architecture.clone()))
                     .collect(),
             )),
-            Ok(Manifest::Image { config, .. }) if platform => Reply::Found(Served::Image(
-                self.config_platform(&mut reg, &config.digest),
+            Ok(Manifest::Image { config, .. }) if platform => found(Served::Image(
+                self.config_platform(&mut reg, &config.digest, cache),
             )),
-            Ok(Manifest::Image { .. }) => Reply::Found(Served::Image(None)),
+            Ok(Manifest::Image { .. }) => found(Served::Image(None)),
             Err(e) => Reply::Failed(format!("{location}: {e}")),
         }
     }
 
-    /// The OS and architecture an image's config names; `None` when it cannot be read.
-    fn config_platform(&self, reg: &mut Registry, digest: &str) -> Option<Platform> {
+    /// The tags of the repository `location` names; `None` when they cannot be listed.
+    pub fn tags(&self, location: &str) -> Option<std::collections::HashSet<String>> {
+        let r = crate::image::reference::parse(location).ok()?;
+        let mut reg = Registry::new(&r, &self.conn).ok()?;
+        let tags = crate::image::tags::list(&mut reg);
+        if let Err(e) = &tags {
+            tracing::debug!(repository = %r.repository, error = %e, "the tag list was not read; tags are read one by one");
+        }
+        Some(tags.ok()?.into_iter().collect())
+    }
+
+    /// The OS and architecture an image's config names, from `cache` or read (and kept);
+    /// `None` when it cannot be read.
+    fn config_platform(&self, reg: &mut Registry, digest: &str, cache: &Cache) -> Option<Platform> {
+        if let Some(known) = cache.config(digest) {
+            return Some(known);
+        }
         let body = reg.blob(digest).ok()?;
         let bytes = read_limited(body, self.max_manifest, "image config").ok()?;
         let v: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
         let os = v.get("os")?.as_str()?.to_string();
         let arch = v.get("architecture")?.as_str()?.to_string();
+        cache.put_config(digest, &(os.clone(), arch.clone()));
         Some((os, arch))
     }
 }

@@ -325,14 +325,21 @@ impl Registry {
 
     /// Deletes a blob from the registry (to prove a later pull did not need it).
     pub fn delete_blob(&self, repo: &str, digest: &str) {
-        let mut req = self
-            .agent
-            .delete(&format!("{}/v2/{repo}/blobs/{digest}", self.base()));
+        self.delete(&format!("{repo}/blobs/{digest}"));
+    }
+
+    /// Deletes a manifest, and so every tag on it, from the registry.
+    pub fn delete_manifest(&self, repo: &str, digest: &str) {
+        self.delete(&format!("{repo}/manifests/{digest}"));
+    }
+
+    fn delete(&self, path: &str) {
+        let mut req = self.agent.delete(&format!("{}/v2/{path}", self.base()));
         if let Some(h) = &self.push_auth {
             req = req.header("Authorization", h);
         }
         let st = req.call().unwrap().status().as_u16();
-        assert_eq!(st, 202, "blob delete");
+        assert_eq!(st, 202, "DELETE {path}");
     }
 }
 
