@@ -461,6 +461,19 @@ fn run(mut a: RunArgs) {
         }
         peaks::section(&mut report, &primary.name, &peaks);
     }
+    // `validate --images` on a synthetic catalog of the community catalog's scale (its own
+    // stand-in registry, so the full run only: the smoke run skips it).
+    if !a.smoke {
+        eprintln!("harness: == validate --images at the community catalog's scale ==");
+        let _ = writeln!(report, "\n## Checking a catalog's images\n");
+        match image_checks::measure(&bin, &work, 3) {
+            Ok(table) => report.push_str(&table),
+            Err(e) => {
+                eprintln!("harness: image checks not measured: {e}");
+                let _ = writeln!(report, "Not measured: {e}");
+            }
+        }
+    }
     // Issue 17's rows: OLM fan-out and memory under load on the primary catalog, and growth.
     let primary = inputs.iter().find(|i| i.primary);
     olm_rows::append(
