@@ -1,11 +1,13 @@
 //! The one file of [`super`] that talks to the registry client: a narrow surface (make a
-//! client for a reference, GET its manifest, read its config blob, list a repository's tags) so that the client can move
-//! without the image checks noticing. One [`Client::look`] per location.
+//! client for a reference, GET its manifest, read its config blob, list a repository's tags)
+//! so that the client can move without the image checks noticing. One [`Client::look`] per
+//! location.
 //!
 //! The client answers 401 challenges itself and tries 429 and 5xx again (after `Retry-After`);
 //! what comes back here is the final answer, told apart as found, missing (404 with
-//! `NAME_UNKNOWN` or `MANIFEST_UNKNOWN`), denied (401, 403, or credentials refused while
-//! answering a challenge) or failed (TLS, the network, any other status).
+//! `NAME_UNKNOWN` or `MANIFEST_UNKNOWN`), denied (401, 403, or access refused while answering
+//! a challenge: [`crate::registry::auth::Unauthorized`]) or failed (TLS, the network, any
+//! other status).
 
 use super::cache::Cache;
 use super::refs::Platform;
@@ -70,7 +72,7 @@ impl Client {
             Ok(resp) => resp,
             Err(e) => {
                 let line = crate::text::one_line(&e.error);
-                return if line.starts_with("unauthorized") {
+                return if crate::registry::auth::is_unauthorized(&e.error) {
                     Reply::Denied(line)
                 } else {
                     Reply::Failed(line)

@@ -95,6 +95,19 @@ pub fn lookup(registry: &str, repository: &str) -> anyhow::Result<Option<Credent
     Ok(None)
 }
 
+/// Access was refused while answering an authentication challenge: no credentials for a
+/// registry that wants them, credentials or anonymous access refused by the token service, or
+/// a challenge opreg cannot answer. Told apart from other failures by its type (the image
+/// checks report it as denied, never as missing or as a network failure).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unauthorized: {0}")]
+pub struct Unauthorized(pub String);
+
+/// Whether `e`, or what caused it, is an [`Unauthorized`].
+pub fn is_unauthorized(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| c.is::<Unauthorized>())
+}
+
 /// Why an auth file's text is not a docker config opreg can use (never its contents).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
@@ -267,6 +280,16 @@ pub fn parse_challenges(header: &str) -> Vec<Challenge> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn refused_access_is_told_by_its_type_not_its_text() {
+        let refused = anyhow::Error::new(Unauthorized("the token service refused".into()));
+        assert!(is_unauthorized(&refused));
+        assert!(is_unauthorized(&refused.context("GET /v2/a/manifests/b")));
+        assert!(!is_unauthorized(&anyhow::anyhow!(
+            "unauthorized: a look-alike"
+        )));
+    }
 
     #[test]
     fn parses_bearer_and_basic_challenges() {

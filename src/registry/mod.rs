@@ -287,15 +287,19 @@ impl Registry {
         }
         if challenges.iter().any(|c| c.scheme == "basic") {
             let Some(cred) = &self.credential else {
-                bail!(
-                    "unauthorized: the registry requires credentials and none were found for {} in $REGISTRY_AUTH_FILE, $XDG_RUNTIME_DIR/containers/auth.json, $DOCKER_CONFIG/config.json or ~/.docker/config.json",
+                return Err(auth::Unauthorized(format!(
+                    "the registry requires credentials and none were found for {} in $REGISTRY_AUTH_FILE, $XDG_RUNTIME_DIR/containers/auth.json, $DOCKER_CONFIG/config.json or ~/.docker/config.json",
                     self.host()
-                );
+                ))
+                .into());
             };
             self.authorization = Some(cred.basic_header());
             return Ok(());
         }
-        bail!("unauthorized: the registry sent an authentication challenge opreg does not support")
+        Err(auth::Unauthorized(
+            "the registry sent an authentication challenge opreg does not support".into(),
+        )
+        .into())
     }
 
     /// The bearer-token flow: ask the challenge's realm for a token for this repository (to
@@ -304,7 +308,7 @@ impl Registry {
         let realm = c
             .params
             .get("realm")
-            .ok_or_else(|| anyhow!("unauthorized: a bearer challenge without a realm"))?;
+            .ok_or_else(|| auth::Unauthorized("a bearer challenge without a realm".into()))?;
         // A push asks for push rights from the first challenge on (a HEAD's names only pull):
         // registries that grant exactly the scope asked for would refuse the upload otherwise.
         let scope = match c.params.get("scope") {
@@ -353,15 +357,16 @@ impl Registry {
         .map_err(|e| e.error)?;
         let status = resp.status().as_u16();
         if status == 401 || status == 403 {
-            bail!(
-                "unauthorized: the token service refused {} for {}",
+            return Err(auth::Unauthorized(format!(
+                "the token service refused {} for {}",
                 if self.credential.is_some() {
                     "the credentials"
                 } else {
                     "anonymous access (no credentials found)"
                 },
                 self.host()
-            );
+            ))
+            .into());
         }
         if status != 200 {
             bail!("the token service answered HTTP {status}");
