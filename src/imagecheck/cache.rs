@@ -10,7 +10,7 @@
 //! (one request for all of a repository's tags, [`super::lookup`]); otherwise it is read again.
 
 use super::refs::Platform;
-use super::remote::Served;
+use super::remote::{Configs, Served};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -30,7 +30,8 @@ struct TagSeen {
 /// The cache file's name in the image cache directory.
 pub const FILE: &str = "image-checks.json";
 
-#[derive(Default, Serialize, Deserialize)]
+/// The file as read.
+#[derive(Default, Deserialize)]
 struct Doc {
     version: u32,
     found: BTreeMap<String, Served>,
@@ -40,6 +41,15 @@ struct Doc {
     /// `registry/repository:tag`: the digest it named.
     #[serde(default)]
     tags: BTreeMap<String, TagSeen>,
+}
+
+/// The file as written, from the maps in place.
+#[derive(Serialize)]
+struct DocRef<'a> {
+    version: u32,
+    found: &'a BTreeMap<String, Served>,
+    configs: &'a BTreeMap<String, Platform>,
+    tags: &'a BTreeMap<String, TagSeen>,
 }
 
 /// What is known: the answers, the configs' platforms, and whether any was added this run.
@@ -166,8 +176,40 @@ impl Cache {
         known.added = true;
     }
 
+    /// Writes the answers back when any was added, whole or not at all.
+    pub fn save(&self) -> anyhow::Result<()> {
+        let Some(path) = &self.path else {
+            return Ok(());
+        };
+        let known = self.known();
+        if !known.added {
+            return Ok(());
+        }
+        // Written from the maps in place, through a buffer: no copy of the answers, no whole
+        // document in memory (a catalog-scale cache holds tens of thousands of entries).
+        let doc = DocRef {
+            version: VERSION,
+            found: &known.found,
+            configs: &known.configs,
+            tags: &known.tags,
+        };
+        let write = || -> std::io::Result<()> {
+            use std::io::Write as _;
+            std::fs::create_dir_all(crate::atomic::parent(path))?;
+            let mut f = crate::atomic::File::create(path, &crate::atomic::Options::default())?;
+            let mut w = std::io::BufWriter::new(&mut f);
+            serde_json::to_writer(&mut w, &doc)?;
+            w.flush()?;
+            drop(w);
+            f.commit()
+        };
+        write().map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+    }
+}
+
+impl Configs for Cache {
     /// The platform the image config `digest` names, when it was read before.
-    pub fn config(&self, digest: &str) -> Option<Platform> {
+    fn config(&self, digest: &str) -> Option<Platform> {
         let known = self.known();
         let from = if self.fresh {
             &known.learned
@@ -178,35 +220,13 @@ impl Cache {
     }
 
     /// Keeps the platform image config `digest` names.
-    pub fn put_config(&self, digest: &str, platform: &Platform) {
+    fn put_config(&self, digest: &str, platform: &Platform) {
         let mut known = self.known();
         known.learned.insert(digest.to_string(), platform.clone());
         if known.configs.get(digest) != Some(platform) {
             known.configs.insert(digest.to_string(), platform.clone());
             known.added = true;
         }
-    }
-
-    /// Writes the answers back when any was added, whole or not at all.
-    pub fn save(&self) -> anyhow::Result<()> {
-        let Some(path) = &self.path else {
-            return Ok(());
-        };
-        let known = self.known();
-        if !known.added {
-            return Ok(());
-        }
-        let doc = Doc {
-            version: VERSION,
-            found: known.found.clone(),
-            configs: known.configs.clone(),
-            tags: known.tags.clone(),
-        };
-        let bytes = serde_json::to_vec(&doc)?;
-        let dir = path.parent().unwrap_or(Path::new("."));
-        std::fs::create_dir_all(dir)
-            .and_then(|()| crate::atomic::write(path, &bytes, &crate::atomic::Options::default()))
-            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
     }
 }
 

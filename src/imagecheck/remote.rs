@@ -9,7 +9,6 @@
 //! a challenge: [`crate::registry::auth::Unauthorized`]) or failed (TLS, the network, any
 //! other status).
 
-use super::cache::Cache;
 use super::refs::Platform;
 use crate::registry::{read_limited, BlobSource, Registry};
 use serde::{Deserialize, Serialize};
@@ -22,6 +21,13 @@ pub enum Served {
     Image(Option<Platform>),
     /// An index and the platforms it lists.
     Index(Vec<Platform>),
+}
+
+/// The platforms of image configs read before, and where a new reading is kept (the
+/// cache, [`super::cache::Cache`]).
+pub trait Configs {
+    fn config(&self, digest: &str) -> Option<Platform>;
+    fn put_config(&self, digest: &str, platform: &Platform);
 }
 
 /// One location's answer.
@@ -57,7 +63,7 @@ impl Client {
 
     /// Asks for `location`'s manifest; for a single image with `platform`, also its config
     /// (to learn its OS and architecture), unless `cache` knows that config.
-    pub fn look(&self, location: &str, platform: bool, cache: &Cache) -> Reply {
+    pub fn look(&self, location: &str, platform: bool, cache: &dyn Configs) -> Reply {
         let r = match crate::image::reference::parse(location) {
             Ok(r) => r,
             Err(e) => return Reply::Failed(format!("{location}: {e}")),
@@ -160,7 +166,12 @@ impl Client {
 
     /// The OS and architecture an image's config names, from `cache` or read (and kept);
     /// `None` when it cannot be read.
-    fn config_platform(&self, reg: &mut Registry, digest: &str, cache: &Cache) -> Option<Platform> {
+    fn config_platform(
+        &self,
+        reg: &mut Registry,
+        digest: &str,
+        cache: &dyn Configs,
+    ) -> Option<Platform> {
         if let Some(known) = cache.config(digest) {
             return Some(known);
         }
