@@ -61,18 +61,23 @@ fn image_findings(v: &Value) -> Vec<Value> {
         .collect()
 }
 
-/// The manifest GETs the relay has seen so far, by path.
-fn manifest_gets(relay: &Faults) -> Vec<String> {
+/// The GETs the relay has seen so far whose path contains `what`, by path.
+fn gets(relay: &Faults, what: &str) -> Vec<String> {
     let mut v: Vec<String> = relay
         .seen
         .lock()
         .unwrap()
         .iter()
-        .filter(|(s, _)| s.method == "GET" && s.path.contains("/manifests/"))
+        .filter(|(s, _)| s.method == "GET" && s.path.contains(what))
         .map(|(s, _)| s.path.clone())
         .collect();
     v.sort();
     v
+}
+
+/// The manifest GETs the relay has seen so far, by path.
+fn manifest_gets(relay: &Faults) -> Vec<String> {
+    gets(relay, "/manifests/")
 }
 
 fn relay(reg: &Registry) -> Faults {
@@ -333,16 +338,7 @@ fn a_rerun_confirms_tags_by_their_repository_list() {
     ];
     let c = catalog(&ctx.path("c"), &[("p.v1", "1.0.0", b, related)]);
     let c = c.to_str().unwrap();
-    let gets = |what: &str| -> Vec<String> {
-        let seen = relay.seen.lock().unwrap();
-        let mut v: Vec<String> = seen
-            .iter()
-            .filter(|(s, _)| s.method == "GET" && s.path.contains(what))
-            .map(|(s, _)| s.path.clone())
-            .collect();
-        v.sort();
-        v
-    };
+    let gets = |what: &str| gets(&relay, what);
     let (code, v, err) = validate(&ctx, &[c, "--images"]);
     assert_eq!(
         (code, v["images"]["images"].clone()),

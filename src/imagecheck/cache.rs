@@ -79,14 +79,20 @@ pub fn key(reference: &str) -> Option<String> {
     Some(format!("{}/{}@{}", r.domain, r.path, r.digest?))
 }
 
-/// `registry/repository:tag` and `registry/repository` for a reference by tag alone.
-fn tag_key(reference: &str) -> Option<(String, String)> {
+/// `registry/repository` and the tag of a reference by tag alone (the one spelling of a
+/// repository the cache and the tag lists share).
+pub fn repo_tag(reference: &str) -> Option<(String, String)> {
     let r = crate::imageref::parse(reference).ok()?;
     if r.digest.is_some() {
         return None;
     }
-    let repo = format!("{}/{}", r.domain, r.path);
-    Some((format!("{repo}:{}", r.tag?), repo))
+    Some((format!("{}/{}", r.domain, r.path), r.tag?))
+}
+
+/// `registry/repository:tag` and `registry/repository` for a reference by tag alone.
+fn tag_key(reference: &str) -> Option<(String, String)> {
+    let (repo, tag) = repo_tag(reference)?;
+    Some((format!("{repo}:{tag}"), repo))
 }
 
 fn now() -> u64 {

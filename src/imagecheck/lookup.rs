@@ -5,7 +5,7 @@
 //! that the cache has a recent reading of is confirmed by its repository's tag list when two or
 //! more such tags share the repository (one request then answers them all).
 
-use super::cache::Cache;
+use super::cache::{repo_tag, Cache};
 use super::refs::Wanted;
 use super::remote::{Client, Reply, Served};
 use super::Options;
@@ -72,15 +72,6 @@ impl Drop for Held<'_> {
         }
         self.limiter.freed.notify_all();
     }
-}
-
-/// `registry/repository` and the tag of a reference by tag alone.
-fn repo_tag(reference: &str) -> Option<(String, String)> {
-    let r = crate::imageref::parse(reference).ok()?;
-    if r.digest.is_some() {
-        return None;
-    }
-    Some((format!("{}/{}", r.domain, r.path), r.tag?))
 }
 
 /// A tag list per repository worth listing, read once per run.
