@@ -95,25 +95,45 @@ pub fn measure(rt: &tokio::runtime::Runtime, p: &Plan) -> Compared {
             sides[i].idle_kb.push(s.rss_kb() as f64);
         }
     }
-    // ListBundles and the unary runs, one server per build and round.
-    for _ in 0..rounds {
-        for i in 0..2 {
-            let mut s = Server::spawn(bins[i], &dbs[i], None, &log);
-            rt.block_on(load::wait_serving(&mut s, Duration::from_secs(60)))
-                .unwrap_or_else(|e| panic!("{e}"));
-            s.wait_log("integrity check passed", Duration::from_secs(120));
-            for _ in 0..2 {
+    // ListBundles and the unary runs: both builds' servers up at once, each load point measured
+    // on one build and then the other (the order flipped every round), twice per round, so that
+    // drift in the machine's speed falls on both builds alike.
+    for round in 0..rounds {
+        let servers: Vec<Server> = (0..2)
+            .map(|i| {
+                let log = work.join(format!("baseline-serve-{i}.log"));
+                let mut s = Server::spawn(bins[i], &dbs[i], None, &log);
+                rt.block_on(load::wait_serving(&mut s, Duration::from_secs(60)))
+                    .unwrap_or_else(|e| panic!("{e}"));
+                s.wait_log("integrity check passed", Duration::from_secs(120));
+                s
+            })
+            .collect();
+        let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
+        for _ in 0..2 {
+            for i in order {
                 sides[i]
                     .list_s
-                    .push(rt.block_on(load::list_bundles(&s)).secs);
+                    .push(rt.block_on(load::list_bundles(&servers[i])).secs);
             }
-            for rpc in [Rpc::GetPackage, Rpc::GetBundleThatReplaces] {
-                for callers in [1, 64] {
-                    let st = rt.block_on(load::unary(&s, rpc, callers, keys.clone(), warmup, dur));
-                    let u = &mut sides[i].unary;
-                    match u.iter_mut().find(|r| r.0 == rpc && r.1 == callers) {
-                        Some(r) => r.2.push(st),
-                        None => u.push((rpc, callers, vec![st])),
+        }
+        for rpc in [Rpc::GetPackage, Rpc::GetBundleThatReplaces] {
+            for callers in [1, 64] {
+                for _ in 0..2 {
+                    for i in order {
+                        let st = rt.block_on(load::unary(
+                            &servers[i],
+                            rpc,
+                            callers,
+                            keys.clone(),
+                            warmup,
+                            dur,
+                        ));
+                        let u = &mut sides[i].unary;
+                        match u.iter_mut().find(|r| r.0 == rpc && r.1 == callers) {
+                            Some(r) => r.2.push(st),
+                            None => u.push((rpc, callers, vec![st])),
+                        }
                     }
                 }
             }
@@ -297,8 +317,9 @@ pub fn section(report: &mut String, catalog: &str, c: &Compared) -> Vec<(String,
         report,
         "\n## {title}\n\n**{catalog}**. Measured in this run, alternately, {this} and the baseline \
          build (`{}`, built by `scripts/bench.sh` with the same toolchain): ingest \
-         ×{n}, start-up and idle RSS ×{s2} (a fresh server each), on {n} servers each: \
-         ListBundles ×2 and every unary load point once; `opreg upgrade` as in the table above, \
+         ×{n}, start-up and idle RSS ×{s2} (a fresh server each), then {n} times both builds' \
+         servers side by side: ListBundles ×2 and every unary load point ×2, each step on one \
+         build and then the other; `opreg upgrade` as in the table above, \
          ×{n}; `opreg image build` of the catalog's directory into an OCI layout (onto a \
          one-layer base) and `opreg mirror` of the catalog image (its additionalImages) from one \
          `docker-registry` on loopback to a new repository of another, ×{n}. A figure is worse by more than noise when the median of {this} is more than 5 % \
