@@ -9,6 +9,10 @@
 //!
 //! Exempt, and not done here: files written inside a private temporary directory that is
 //! itself put in place whole ([`Dir`]), and append-only records.
+//!
+//! Every temporary file and directory not yet put in place is known ([`remove_unfinished`]):
+//! a process ended at once by an interrupt removes them first, so that nothing half-written
+//! is left behind even then.
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -104,10 +108,45 @@ fn builder<'b>(opts: &Options<'b>) -> tempfile::Builder<'b, 'b> {
     b
 }
 
+/// The temporary files and directories of this process not yet put in place or removed.
+static UNFINISHED: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+fn unfinished() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
+    UNFINISHED.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A temporary path in [`UNFINISHED`] while this lives.
+#[derive(Debug)]
+struct Tracked(PathBuf);
+
+impl Tracked {
+    fn new(p: &Path) -> Tracked {
+        unfinished().push(p.to_path_buf());
+        Tracked(p.to_path_buf())
+    }
+}
+
+impl Drop for Tracked {
+    fn drop(&mut self) {
+        unfinished().retain(|p| p != &self.0);
+    }
+}
+
+/// Removes every temporary file and directory still being written: for a process about to
+/// end at once (an interrupt), which runs no destructors.
+pub fn remove_unfinished() {
+    for p in unfinished().drain(..) {
+        if std::fs::remove_file(&p).is_err() {
+            let _ = std::fs::remove_dir_all(&p);
+        }
+    }
+}
+
 /// A file being written, put in place at [`File::commit`]; dropped uncommitted, it is removed.
 #[derive(Debug)]
 pub struct File {
     tmp: tempfile::NamedTempFile,
+    _tracked: Tracked,
     target: PathBuf,
     mode: Mode,
     sync: bool,
@@ -119,12 +158,13 @@ impl File {
     pub fn create(target: &Path, opts: &Options<'_>) -> io::Result<File> {
         use std::os::unix::fs::PermissionsExt;
         let dir = opts.temp_dir.unwrap_or_else(|| parent(target));
-        let tmp = builder(opts).tempfile_in(dir)?;
+        let tmp = builder(opts).tempfile_in(dir).map_err(unnamed)?;
         if let Mode::Exact(m) = opts.mode {
             tmp.as_file()
                 .set_permissions(std::fs::Permissions::from_mode(m))?;
         }
         Ok(File {
+            _tracked: Tracked::new(tmp.path()),
             tmp,
             target: target.to_path_buf(),
             mode: opts.mode,
@@ -180,12 +220,23 @@ impl File {
     }
 }
 
+// Through the file itself: tempfile's own writer adds the temporary name to every error, and
+// the caller names the target, the file the user knows.
 impl Write for File {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.tmp.write(buf)
+        self.tmp.as_file_mut().write(buf)
     }
     fn flush(&mut self) -> io::Result<()> {
-        self.tmp.flush()
+        self.tmp.as_file_mut().flush()
+    }
+}
+
+/// An error of tempfile's, which names the temporary file (`.tmpXXXXXX`), as its kind alone:
+/// the caller names the target.
+fn unnamed(e: io::Error) -> io::Error {
+    match e.get_ref() {
+        Some(_) => io::Error::from(e.kind()),
+        None => e,
     }
 }
 
@@ -207,6 +258,7 @@ pub fn write_creating_dir(target: &Path, bytes: &[u8], opts: &Options<'_>) -> io
 #[derive(Debug)]
 pub struct Dir {
     dir: tempfile::TempDir,
+    _tracked: Tracked,
 }
 
 impl Dir {
@@ -215,8 +267,12 @@ impl Dir {
     pub fn create_in(parent_dir: &Path, prefix: &str) -> io::Result<Dir> {
         let dir = tempfile::Builder::new()
             .prefix(prefix)
-            .tempdir_in(parent_dir)?;
-        Ok(Dir { dir })
+            .tempdir_in(parent_dir)
+            .map_err(unnamed)?;
+        Ok(Dir {
+            _tracked: Tracked::new(dir.path()),
+            dir,
+        })
     }
 
     pub fn path(&self) -> &Path {
@@ -274,6 +330,18 @@ mod tests {
 
     fn mode_of(p: &Path) -> u32 {
         std::fs::metadata(p).unwrap().permissions().mode() & 0o7777
+    }
+
+    #[test]
+    fn errors_do_not_name_the_temporary_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("missing-dir").join("key");
+        let opts = Options::default().named(".opreg-key-", "");
+        let e = write(&target, b"x", &opts).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::NotFound);
+        assert!(!e.to_string().contains(".opreg-key-"), "{e}");
+        let e = Dir::create_in(&dir.path().join("missing-dir"), ".tmp-").unwrap_err();
+        assert!(!e.to_string().contains(".tmp-"), "{e}");
     }
 
     fn names(dir: &Path) -> Vec<String> {

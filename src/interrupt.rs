@@ -6,6 +6,10 @@
 //! signal ends the process at once (exit 130), for work that does not poll. Once the
 //! `Interrupt` is dropped, every such signal ends the process at once (signal handlers cannot
 //! be taken back, so the handler stays, armed).
+//!
+//! Commands whose work does not poll a flag use [`exit_on_signal`]: the first SIGINT or
+//! SIGTERM removes the temporary files being written ([`crate::atomic::remove_unfinished`]),
+//! has the caller say what was and was not done, and ends the process with 130.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -47,5 +51,45 @@ impl Interrupt {
 impl Drop for Interrupt {
     fn drop(&mut self) {
         self.armed.store(true, Ordering::Relaxed);
+    }
+}
+
+/// How the process ends at once: `main` gives `std::process::exit` (the one place that exits).
+static EXIT: std::sync::OnceLock<fn(i32) -> !> = std::sync::OnceLock::new();
+
+/// Sets how [`exit_on_signal`] ends the process.
+pub fn set_exit(exit: fn(i32) -> !) {
+    let _ = EXIT.set(exit);
+}
+
+/// How often the watcher of [`exit_on_signal`] looks at its flag.
+const WATCH_EVERY: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// From now on, the first SIGINT or SIGTERM removes the unfinished temporary files, calls
+/// `report` (which says what the interrupted work leaves, and returns the exit code) and ends
+/// the process with that code ([`set_exit`]); a second signal exits with 130 at once. If the
+/// handlers cannot be installed, the signals keep their default action.
+pub fn exit_on_signal(report: impl FnOnce() -> i32 + Send + 'static) {
+    let flag = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        let _ = signal_hook::flag::register_conditional_shutdown(sig, 130, flag.clone());
+        if signal_hook::flag::register(sig, flag.clone()).is_err() {
+            return;
+        }
+    }
+    let watcher = std::thread::Builder::new()
+        .name("interrupt".into())
+        .spawn(move || {
+            while !flag.load(Ordering::Relaxed) {
+                std::thread::sleep(WATCH_EVERY);
+            }
+            crate::atomic::remove_unfinished();
+            let code = report();
+            if let Some(exit) = EXIT.get() {
+                exit(code);
+            }
+        });
+    if let Err(e) = watcher {
+        tracing::debug!(error = %e, "cannot watch for interrupts; signals keep their default action");
     }
 }

@@ -48,12 +48,18 @@ pub fn resolve(sources: &[PathBuf], image: &ImageOptions, progress: &Reporter) -
 }
 
 /// The error for a catalog without packages: an empty directory, a tree holding only a
-/// template, or only metas of unknown schemas.
+/// template, or only metas of unknown schemas. It names no flag: a command that can accept an
+/// empty catalog says how ([`is_no_packages`] finds it).
 pub fn no_packages() -> Diagnostic {
     Diagnostic::error(
         Rule::Empty,
-        "the catalog has no packages (an empty directory, only a template, or only unknown schemas?); pass --allow-empty to accept an empty catalog",
+        "the catalog has no packages (an empty directory, only a template, or only unknown schemas?)",
     )
+}
+
+/// Whether `d` is [`no_packages`]'s error.
+pub fn is_no_packages(d: &Diagnostic) -> bool {
+    d.is_error() && d.rule == Rule::Empty && d.package.is_none() && d.channel.is_none()
 }
 
 /// Reads and validates the files of `images` (naming files unpacked from images by their

@@ -61,6 +61,9 @@ pub enum Event<'a> {
     Manifest(&'a str),
     /// Bytes: of blobs sent or found at the destination, for a count across copies.
     Bytes(u64),
+    /// A line for the user, shown as it happens (above any bar): a mirror's catalog pinned and
+    /// filtered, before its images are read.
+    Note(&'a str),
 }
 
 /// Receives progress events, from any thread; the default reports nothing.

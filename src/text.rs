@@ -143,6 +143,11 @@ pub fn go_shortest(f: f64) -> String {
     }
 }
 
+/// `n` and the noun for it, singular or plural: `count(1, "image", "images")` is `1 image`.
+pub fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// An error on one line: its whole chain (`{:#}`, as anyhow prints causes: `outer: inner`),
 /// each line break made `; `. Every one-line error opreg prints, logs or records goes
 /// through here.
@@ -164,6 +169,8 @@ mod tests {
         assert!(nearest("zzzz", names, 3).is_empty());
         assert_eq!(did_you_mean(&["a"]), "; did you mean \"a\"?");
         assert_eq!(did_you_mean(&[]), "");
+        assert_eq!(count(1, "image", "images"), "1 image");
+        assert_eq!(count(0, "image", "images"), "0 images");
     }
 
     #[test]

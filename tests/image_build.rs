@@ -409,6 +409,11 @@ fn refusals_are_one_line() {
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.contains("dynamically linked"), "{stderr}");
     assert!(stderr.contains("--base"), "{stderr}");
+    // Said before the catalog is read: a source that is not there is not even looked at.
+    let missing = tmp.path().join("no-such-catalog");
+    let (code, _, stderr) = build(&[missing.to_str().unwrap(), "-t", &t], None);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("dynamically linked"), "{stderr}");
     // The default base has one platform, the binary's: another one is refused whatever the
     // binary's linking, and names both.
     let foreign = if cfg!(target_arch = "s390x") {

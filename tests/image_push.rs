@@ -483,3 +483,67 @@ fn pushes_through_the_bearer_token_flow_asking_for_push() {
         "a token for pushing was asked for: {log:?}"
     );
 }
+
+#[test]
+fn a_read_only_registry_is_said_to_refuse_writes() {
+    let reg = Registry::read_only();
+    let ctx = Ctx::new();
+    let layout = built_layout(&ctx);
+    let target = format!("{}/ro/cat:v1", reg.host());
+    let (code, _, err) = ctx.run(&["image", "push", &layout, &target, "--use-http"]);
+    assert_eq!(code, 1, "{err}");
+    let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("error:")).collect();
+    assert_eq!(errors.len(), 1, "{err}");
+    assert!(
+        errors[0].contains(&format!(
+            "the registry {} refuses writes to ro/cat",
+            reg.host()
+        )),
+        "{err}"
+    );
+    assert!(!tagged(&reg, "ro/cat", "v1"));
+}
+
+#[test]
+fn use_http_against_a_tls_registry_is_explained_by_push_and_mirror() {
+    let reg = Registry::tls_auth();
+    let ctx = Ctx::new();
+    let layout = built_layout(&ctx);
+    let target = format!("{}/cat:v1", reg.host());
+    let explained = |err: &str| {
+        err.lines().any(|l| {
+            l.starts_with("error:")
+                && l.contains(&format!("the registry {} speaks TLS (HTTPS)", reg.host()))
+        })
+    };
+    let (code, _, err) = ctx.run(&["image", "push", &layout, &target, "--use-http"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(explained(&err), "{err}");
+    // A mirror from a plain-HTTP source to it, the same way.
+    let src = Registry::http();
+    src.push(
+        "app/hello",
+        "v1",
+        &registry_support::Image::new(&[("name", "hello")]).layer(&[
+            registry_support::Entry::File("hello".into(), b"hello".to_vec()),
+        ]),
+    );
+    let cfg = ctx.path("imageset.yaml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "apiVersion: mirror.openshift.io/v2alpha1\nkind: ImageSetConfiguration\nmirror:\n  additionalImages:\n  - name: {}/app/hello:v1\n",
+            src.host()
+        ),
+    )
+    .unwrap();
+    let (code, _, err) = ctx.run(&[
+        "mirror",
+        "--use-http",
+        "--config",
+        cfg.to_str().unwrap(),
+        &format!("docker://{}/m", reg.host()),
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(explained(&err), "{err}");
+}

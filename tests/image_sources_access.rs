@@ -55,10 +55,24 @@ fn tls_registry_with_basic_auth() {
         line.contains("certificate") && line.contains("--skip-tls-verify"),
         "{line}"
     );
-    // No credentials.
+    // No credentials: the error says where it looked, a missing REGISTRY_AUTH_FILE by name.
     let (code, _, err) = ctx.run(&["render", &r, "--skip-tls-verify"]);
     let line = one_error_line(code, &err, &r);
     assert!(line.contains("unauthorized"), "{line}");
+    assert!(line.contains("none were found in"), "{line}");
+    let missing = ctx.path("no-such-auth.json");
+    let (code, _, err) = ctx.run_env(
+        &["render", &r, "--skip-tls-verify"],
+        &[("REGISTRY_AUTH_FILE", &missing)],
+    );
+    let line = one_error_line(code, &err, &r);
+    assert!(
+        line.contains(&format!(
+            "{} (REGISTRY_AUTH_FILE; it does not exist)",
+            missing.display()
+        )),
+        "{line}"
+    );
     // Wrong credentials first in the search order, right ones later: the first file wins.
     let auth = |user: &str, pass: &str| auth_file(&reg.host(), user, pass);
     let wrong = ctx.path("wrong-auth.json");
@@ -72,6 +86,13 @@ fn tls_registry_with_basic_auth() {
     );
     let line = one_error_line(code, &err, &r);
     assert!(line.contains("unauthorized"), "{line}");
+    assert!(
+        line.contains(&format!(
+            "rejected the credentials from {}",
+            wrong.display()
+        )),
+        "the auth file used is named: {line}"
+    );
     // The right ones (from $DOCKER_CONFIG), with debug logs that must not show the secret.
     let mut c = ctx.cmd(
         &["render", &r, "--skip-tls-verify"],

@@ -9,6 +9,8 @@ use crate::registry_support::faults::{Action, Faults, Seen};
 use crate::registry_support::{pki, sha, Registry};
 use std::process::Command;
 
+mod additional;
+mod registries;
 mod rerun;
 
 /// `skopeo inspect --raw`'s bytes of a reference, or `None` when it is not there.
@@ -73,6 +75,11 @@ fn a_mirror_copies_the_filtered_catalog_its_images_dependencies_and_signatures()
     );
     assert_eq!(code, 0, "{err}");
     assert!(!err.contains("panicked"), "{err}");
+    // Off a terminal, progress goes to the log: the catalog as soon as it is pinned, then one
+    // line an image.
+    let pinned = err.find("pinned to").expect("the catalog's pinned line");
+    let first_image = err.find("image done").expect("a line an image");
+    assert!(pinned < first_image, "{err}");
 
     // Every image the selection needs is there, with the source's digest; others are not.
     for r in src.expected(true) {
@@ -315,6 +322,83 @@ fn skip_dependencies_gives_oc_mirrors_selection_and_a_dry_run_copies_nothing() {
         ubi["bytes"].as_u64().unwrap() > 0 && ubi["blobsAtDestination"] == 0,
         "{ubi}"
     );
+    // The filtered catalog, as it would be pushed, for review: valid, said where, each kept
+    // bundle with its reasons in the plan and a count per package on stderr.
+    let filtered = ws.join("dry-run/catalogs/catalogs/operators/v1");
+    assert!(
+        err.contains(&format!(
+            "filtered catalog of {}: {}",
+            src.catalog(),
+            filtered.display()
+        )),
+        "{err}"
+    );
+    let (code, _, e) = ctx.run(&["validate", filtered.to_str().unwrap()]);
+    assert_eq!(code, 0, "{e}");
+    let why = &plan["catalogs"][0]["why"];
+    for (pkg, bundles) in plan["catalogs"][0]["kept"].as_object().unwrap() {
+        for b in bundles.as_array().unwrap() {
+            let reasons = &why[pkg][b.as_str().unwrap()];
+            assert!(!reasons.as_array().unwrap().is_empty(), "{pkg} {b}: {why}");
+        }
+        assert!(
+            err.lines()
+                .any(|l| l.contains(&format!("package {pkg}: ")) && l.contains(" kept: ")),
+            "{err}"
+        );
+    }
+    assert!(why.to_string().contains("head of channel"), "{why}");
+    // `opreg diff SOURCE FILTERED` reads both: a review of what the filter left out.
+    let (code, _, e) = ctx.run(&[
+        "diff",
+        &src.catalog(),
+        filtered.to_str().unwrap(),
+        "--use-http",
+    ]);
+    assert!(code == 0 || code == 1, "diff read both: {e}");
+    // Written even when the destination cannot be reached (the images reported).
+    let closed = format!(
+        "docker://127.0.0.1:{}",
+        crate::registry_support::free_port()
+    );
+    let ws2 = ctx.path("ws2");
+    let (code, _, err) = mirror(
+        &ctx,
+        &[
+            "--dry-run",
+            "--config",
+            cfg.to_str().unwrap(),
+            "--workspace",
+            ws2.to_str().unwrap(),
+            &closed,
+        ],
+    );
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("connection refused"), "{err}");
+    // What the source holds is still counted whole, and the total says what it could not ask.
+    assert!(
+        err.contains("the destination could not be asked about"),
+        "{err}"
+    );
+    let plan2: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(ws2.join("dry-run/plan.json")).unwrap())
+            .unwrap();
+    for (a, b) in plan["images"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(plan2["images"].as_array().unwrap())
+    {
+        assert_eq!(a["blobs"], b["blobs"], "{a} {b}");
+        assert_eq!(a["bytes"], b["bytes"], "{a} {b}");
+    }
+    let (code, _, e) = ctx.run(&[
+        "validate",
+        ws2.join("dry-run/catalogs/catalogs/operators/v1")
+            .to_str()
+            .unwrap(),
+    ]);
+    assert_eq!(code, 0, "{e}");
 
     let real = args(false);
     let real: Vec<&str> = real.iter().map(String::as_str).collect();
@@ -327,6 +411,11 @@ fn skip_dependencies_gives_oc_mirrors_selection_and_a_dry_run_copies_nothing() {
         raw(&format!("{dest}/dep/dep-bundle:v1.1.0")).is_none(),
         "skipDependencies: no dependency copied"
     );
+    // Everything is there now: the dry run says so.
+    let (code, _, err) = mirror(&ctx, &dry);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("dry run: 0 images to copy ("), "{err}");
+    assert!(err.contains(", 0 B to send;"), "{err}");
 }
 
 #[test]
@@ -372,8 +461,32 @@ fn failures_are_retried_reported_and_keep_going_carries_on() {
             .any(|l| l.contains("tools/ubi:9") && l.contains("500")),
         "the summary names the image and the status: {err}"
     );
+    let held = failed
+        .iter()
+        .find(|l| l.contains("no catalog was pushed"))
+        .unwrap_or_else(|| panic!("{err}"));
     assert!(
-        failed.iter().any(|l| l.contains("no catalog was pushed")),
+        held.contains("run the same command again") && held.contains("blockedImages"),
+        "how to proceed: {held}"
+    );
+    // With --keep-going the filtered catalog is in the workspace anyway, and valid.
+    let filtered = ws.join("catalogs/catalogs/operators/v1");
+    assert!(err.contains(&filtered.display().to_string()), "{err}");
+    let (code, _, e) = ctx.run(&["validate", filtered.to_str().unwrap()]);
+    assert_eq!(code, 0, "{e}");
+    // To disk nothing is pushed: no word of pushing.
+    let disk = format!("file://{}", ctx.path("disk").display());
+    let (code, _, err) = mirror(
+        &ctx,
+        &["--keep-going", "--config", cfg.to_str().unwrap(), &disk],
+    );
+    assert_eq!(code, 1, "{err}");
+    assert!(!err.contains("pushed"), "{err}");
+    // An image on disk is named by its source: once, not "X -> X".
+    let failed: Vec<&str> = err.lines().filter(|l| l.starts_with("error:")).collect();
+    assert!(
+        failed.iter().any(|l| l.contains("tools/ubi:9"))
+            && failed.iter().all(|l| !l.contains(" -> ")),
         "{err}"
     );
     // The others were copied despite the 429s, 503s and resets.
@@ -416,6 +529,14 @@ fn a_destination_behind_a_private_ca_is_trusted_with_dest_cert_dir() {
     assert!(
         err.contains("certificate"),
         "names the certificate problem: {err}"
+    );
+    // Once, for the registry, before anything was copied: not once per image.
+    let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("error:")).collect();
+    assert_eq!(errors.len(), 1, "{err}");
+    assert!(
+        errors[0].contains(&format!("registry {}", dst.host()))
+            && errors[0].contains("nothing was copied"),
+        "{err}"
     );
     let mut trusted: Vec<&str> = base.to_vec();
     trusted.extend([

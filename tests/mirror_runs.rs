@@ -206,9 +206,75 @@ fn a_policy_refuses_unsigned_sources_and_sign_key_signs_the_rebuilt_catalog() {
         code, 1,
         "the copied signature names the source repository: {err}"
     );
-    // It verifies with the key; only its identity is the source's (a cluster remaps it).
+    // It verifies with the key; only its identity is the source's.
     assert!(
         err.contains(&format!("identity \"{}/tools/ubi\"", src.host)),
         "{err}"
     );
+    let source_repo = format!("{}/tools/ubi", src.host);
+    let (code, _, err) = signed_run(
+        &ctx,
+        &[
+            "image",
+            "verify",
+            &format!("{dest}/tools/ubi:9"),
+            "--key",
+            public.to_str().unwrap(),
+            "--signed-identity",
+            &source_repo,
+            "--use-http",
+        ],
+    );
+    assert_eq!(code, 0, "--signed-identity names the source: {err}");
+
+    // docs/mirror.md's policy for pulling from the mirror: exactRepository with the source
+    // repository, per mirrored scope, accepts the copied signature (here, a second mirror
+    // pulls from the first); remapIdentity cannot, since a cosign identity has no tag.
+    let hop = ctx.path("hop.yaml");
+    std::fs::write(
+        &hop,
+        format!(
+            "apiVersion: mirror.openshift.io/v2alpha1\nkind: ImageSetConfiguration\nmirror:\n  additionalImages:\n  - name: {dest}/tools/ubi:9\n"
+        ),
+    )
+    .unwrap();
+    let pull_policy = |identity: serde_json::Value| {
+        let p = ctx.path("pull-policy.json");
+        let doc = serde_json::json!({"default": [{"type": "reject"}],
+            "transports": {"docker": {format!("{dest}/tools/ubi"): [
+                {"type": "sigstoreSigned", "keyPath": public, "signedIdentity": identity}]}}});
+        std::fs::write(&p, doc.to_string()).unwrap();
+        p
+    };
+    let second_hop = |policy: &std::path::Path, name: &str| {
+        let ws = ctx.path(&format!("hop-{name}"));
+        let d = format!("docker://{}/second", dst.host());
+        signed_run(
+            &ctx,
+            &[
+                "mirror",
+                "--use-http",
+                "--config",
+                hop.to_str().unwrap(),
+                "--workspace",
+                ws.to_str().unwrap(),
+                "--signature-policy",
+                policy.to_str().unwrap(),
+                &d,
+            ],
+        )
+    };
+    let exact = pull_policy(
+        serde_json::json!({"type": "exactRepository", "dockerRepository": source_repo}),
+    );
+    let (code, _, err) = second_hop(&exact, "exact");
+    assert_eq!(
+        code, 0,
+        "exactRepository accepts the copied signature: {err}"
+    );
+    let remap = pull_policy(serde_json::json!({"type": "remapIdentity",
+        "prefix": dest, "signedPrefix": src.host}));
+    let (code, _, err) = second_hop(&remap, "remap");
+    assert_eq!(code, 1, "remapIdentity refuses a name-only identity: {err}");
+    assert!(err.contains("refused by the signature policy"), "{err}");
 }

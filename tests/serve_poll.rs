@@ -68,6 +68,14 @@ fn a_moved_tag_is_reloaded_and_an_unchanged_one_is_not_pulled() {
     let log = server.log();
     assert!(log.contains("the image tag moved"), "{log}");
     assert!(log.contains(&v2), "the reload names the new digest: {log}");
+    let moved = log
+        .lines()
+        .find(|l| l.contains("the image tag moved"))
+        .unwrap();
+    assert!(
+        !moved.contains("Some(") && moved.contains("served=sha256:"),
+        "the digest served, as a digest: {moved}"
+    );
     // More polls of the unchanged tag: no further pull (one at start-up, one reload).
     std::thread::sleep(Duration::from_secs(2));
     let log = server.log();

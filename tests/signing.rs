@@ -209,8 +209,9 @@ fn sign_verify_and_policies() {
             "--use-http",
         ],
     );
+    // No policy is involved: the error names the key it was given.
     assert!(
-        one_error_line(code, &err, &cat).contains("no signature verifies"),
+        one_error_line(code, &err, &cat).contains("no signature verifies with the given key"),
         "{err}"
     );
 

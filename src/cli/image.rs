@@ -33,8 +33,8 @@ pub enum ImageCommand {
     /// code is 0.
     ///
     /// Exit codes: 0 built (and written or pushed); 1 invalid catalog (nothing is built), or a
-    /// failure reading, building, writing or pushing; 2 usage error.
-    Build(BuildArgs),
+    /// failure reading, building, writing or pushing; 2 usage error; 130 interrupted.
+    Build(Box<BuildArgs>),
     /// Push the image of an OCI layout to a registry.
     ///
     /// Blobs the registry has are not sent again, large ones go in chunks, a request answered
@@ -42,7 +42,8 @@ pub enum ImageCommand {
     /// last, so a failed push leaves no tag pointing at missing content. Credentials come from
     /// the same files as for pulls. Prints the digest (not with -q).
     ///
-    /// Exit codes: 0 pushed; 1 the layout could not be read or the push failed; 2 usage error.
+    /// Exit codes: 0 pushed; 1 the layout could not be read or the push failed; 2 usage error;
+    /// 130 interrupted.
     Push(PushArgs),
     /// Write a new cosign key pair: PREFIX.key (ECDSA P-256, encrypted with the passphrase as
     /// cosign encrypts it) and PREFIX.pub.
@@ -143,6 +144,8 @@ pub struct BuildArgs {
     #[arg(long, value_name = "FILE", env = "OPREG_SIGNATURE_POLICY")]
     pub signature_policy: Option<PathBuf>,
     #[command(flatten)]
+    pub limits: super::image_args::LimitArgs,
+    #[command(flatten)]
     pub image: ImageFlags,
     #[command(flatten)]
     pub src: SrcFlags,
@@ -165,7 +168,7 @@ pub struct ImageFlags {
 
 pub fn run(a: Args) -> super::Ended {
     match a.command {
-        ImageCommand::Build(b) => run_build(b),
+        ImageCommand::Build(b) => run_build(*b),
         ImageCommand::Push(p) => run_push(p),
         ImageCommand::GenerateKeyPair(g) => super::sign::run_generate(g),
         ImageCommand::Sign(s) => super::sign::run_sign(s),
@@ -269,6 +272,8 @@ fn run_build(a: BuildArgs) -> super::Ended {
         image: crate::image::ImageOptions {
             signature_policy: a.signature_policy.clone(),
             connection: a.image.registries.source(&a.src),
+            max_manifest_size: a.limits.max_manifest_size,
+            max_layer_size: a.limits.max_layer_size,
             ..Default::default()
         },
         base: a.base.clone(),

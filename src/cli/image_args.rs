@@ -25,16 +25,24 @@ pub struct ImageArgs {
     /// Keep no downloaded blobs.
     #[arg(long)]
     pub no_image_cache: bool,
+    #[command(flatten)]
+    pub limits: LimitArgs,
+    /// A containers-policy.json every image pulled must satisfy (sigstoreSigned keys,
+    /// reject, insecureAcceptAnything); without it, and without the variable, any image is used.
+    #[arg(long, value_name = "FILE", env = "OPREG_SIGNATURE_POLICY")]
+    pub signature_policy: Option<PathBuf>,
+}
+
+// The size limits of what is pulled: in every command that pulls images (the pull's errors
+// name these flags).
+#[derive(clap::Args, Debug, Clone)]
+pub struct LimitArgs {
     /// Largest manifest or image config accepted, in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_MANIFEST_SIZE)]
     pub max_manifest_size: u64,
     /// Largest layer accepted, and most bytes extracted from an image, in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_LAYER_SIZE)]
     pub max_layer_size: u64,
-    /// A containers-policy.json every image pulled must satisfy (sigstoreSigned keys,
-    /// reject, insecureAcceptAnything); without it, and without the variable, any image is used.
-    #[arg(long, value_name = "FILE", env = "OPREG_SIGNATURE_POLICY")]
-    pub signature_policy: Option<PathBuf>,
 }
 
 impl ImageArgs {
@@ -47,8 +55,8 @@ impl ImageArgs {
             platform: self.platform.clone(),
             image_cache: self.image_cache.clone(),
             no_image_cache: self.no_image_cache,
-            max_manifest_size: self.max_manifest_size,
-            max_layer_size: self.max_layer_size,
+            max_manifest_size: self.limits.max_manifest_size,
+            max_layer_size: self.limits.max_layer_size,
             signature_policy: self.signature_policy.clone(),
         }
     }

@@ -49,8 +49,15 @@ pub fn run(a: Args) -> super::Ended {
             }
             super::Ended::Done
         }
-        Err(e) if a.quiet => super::Ended::Failed(quiet_errors(e)),
-        Err(e) => super::Ended::Failed(e),
+        Err(mut e) => {
+            if let crate::error::Error::Invalid { errors, .. } = &mut e {
+                super::offer_allow_empty(errors);
+            }
+            match a.quiet {
+                true => super::Ended::Failed(quiet_errors(e)),
+                false => super::Ended::Failed(e),
+            }
+        }
     }
 }
 

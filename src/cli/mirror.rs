@@ -6,6 +6,7 @@ use super::output;
 use super::progress::{human, Drawer};
 use crate::error::Error;
 use crate::mirror::run::{self, Destination, MirrorOptions, Report};
+use crate::text::count;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -28,7 +29,9 @@ pub struct Args {
     /// plan and the configuration, DIR being the workspace).
     #[arg(value_name = "DESTINATION")]
     pub destination: String,
-    /// Write the plan (WORKSPACE/dry-run/mapping.txt and plan.json) and copy nothing.
+    /// Write the plan and copy nothing: WORKSPACE/dry-run/mapping.txt, plan.json (every image,
+    /// and why each bundle is kept) and catalogs/ (each filtered catalog as it would be pushed,
+    /// to review with `opreg diff SOURCE-CATALOG DIR`), also when images cannot be reached.
     #[arg(long)]
     pub dry_run: bool,
     /// Holds the plan, the run's record (mapping.txt, plan.json, results.json) and the
@@ -49,7 +52,8 @@ pub struct Args {
     /// Blobs of one image copied at the same time.
     #[arg(long, value_name = "N", default_value_t = 5)]
     pub parallel_layers: usize,
-    /// Carry on past an image that fails after its retries (the exit code is still 1).
+    /// Carry on past an image that fails after its retries (the exit code is still 1); the
+    /// filtered catalogs are written to WORKSPACE/catalogs/ whatever happens.
     #[arg(long)]
     pub keep_going: bool,
     /// Fold destination paths deeper than N components, as oc-mirror does (0: never).
@@ -90,6 +94,8 @@ pub struct Sides {
     /// Content-addressed blob cache for the catalogs' pulls [default: as for render].
     #[arg(long, value_name = "DIR", help_heading = "Registries")]
     pub image_cache: Option<PathBuf>,
+    #[command(flatten)]
+    pub limits: super::image_args::LimitArgs,
 }
 
 pub fn run(a: Args) -> super::Ended {
@@ -113,6 +119,8 @@ fn options(a: &Args) -> Result<MirrorOptions, Error> {
         connection: s.registries.source(&s.src),
         image_cache: s.image_cache.clone(),
         signature_policy: a.signature_policy.clone(),
+        max_manifest_size: s.limits.max_manifest_size,
+        max_layer_size: s.limits.max_layer_size,
         ..Default::default()
     };
     // The key is read (and its passphrase asked for) before anything is copied.
@@ -157,39 +165,78 @@ fn summary(r: &Report, opts: &MirrorOptions, quiet: bool) -> super::Ended {
             output::status(m)
         }
     };
+    // Each catalog's "pinned" line was shown as it was planned (a progress note).
     for c in &r.plan.catalogs {
-        let kept: usize = c.kept.values().map(|b| b.len()).sum();
-        note(format!(
-            "catalog {} pinned to {}: {kept} of {} bundles kept, {} added for dependencies",
-            c.entry.catalog,
-            c.digest,
-            c.bundles_in_source,
-            c.added.len()
-        ));
         for w in &c.warnings {
             output::warning(format!("catalog {}: {w}", c.entry.catalog));
         }
+    }
+    for n in &r.notes {
+        output::warning(n);
     }
     for b in &r.plan.blocked {
         note(format!("blocked: {b}"));
     }
     if opts.dry_run {
-        let bytes: u64 = r.inspected.iter().map(|i| i.bytes - i.present_bytes).sum();
+        let i = &r.inspected;
+        let bytes: u64 = i.iter().map(|i| i.bytes - i.present_bytes).sum();
+        let there = i.iter().filter(|i| i.all_there()).count();
+        let unread = i.iter().filter(|i| i.digest.is_empty()).count();
+        let unasked = i
+            .iter()
+            .filter(|i| !i.asked && !i.digest.is_empty())
+            .count();
+        let mut caveats = Vec::new();
+        if unasked > 0 {
+            caveats.push(format!(
+                "the destination could not be asked about {}, counted whole",
+                count(unasked, "image", "images")
+            ));
+        }
+        if unread > 0 {
+            caveats.push(format!(
+                "{} could not be read at the source, not counted",
+                count(unread, "image", "images")
+            ));
+        }
+        let caveats: String = caveats.iter().map(|c| format!("; {c}")).collect();
         note(format!(
-            "dry run: {} images to copy, {} to send; wrote {}",
-            r.plan.images.len(),
+            "dry run: {} to copy ({there} already there), {} to send{caveats}; wrote {}",
+            count(i.len() - there, "image", "images"),
             human(bytes),
             opts.workspace_dir().join("dry-run").display()
         ));
     } else {
-        let there = r.outcomes.iter().filter(|o| o.already_there).count();
+        let there = r
+            .outcomes
+            .iter()
+            .filter(|o| o.already_there && !o.recorded)
+            .count();
+        let recorded = r.outcomes.iter().filter(|o| o.recorded).count();
         let sent: u64 = r.outcomes.iter().map(|o| o.uploaded_bytes).sum();
         let sigs: usize = r.outcomes.iter().map(|o| o.signatures.len()).sum();
+        let ws = opts.workspace_dir();
+        let recorded = match recorded {
+            0 => String::new(),
+            n => format!(
+                ", {n} recorded as done in {}",
+                ws.join(crate::mirror::completed::FILE).display()
+            ),
+        };
         note(format!(
-            "mirrored {} images ({there} already there, {} sent, {sigs} signatures and attachments); record in {}",
-            r.outcomes.iter().filter(|o| o.error.is_none()).count(),
+            "mirrored {} ({there} already there{recorded}, {} sent, {}); record in {}",
+            count(
+                r.outcomes.iter().filter(|o| o.error.is_none()).count(),
+                "image",
+                "images"
+            ),
             human(sent),
-            opts.workspace_dir().display()
+            count(
+                sigs,
+                "signature or attachment",
+                "signatures and attachments"
+            ),
+            ws.display()
         ));
         let to_disk = matches!(opts.destination, Destination::Disk(_)) && opts.from.is_none();
         for c in &r.rebuilt {
@@ -209,13 +256,35 @@ fn summary(r: &Report, opts: &MirrorOptions, quiet: bool) -> super::Ended {
     for f in &failures {
         output::error(f);
     }
+    for (catalog, dir) in &r.filtered {
+        note(format!(
+            "filtered catalog of {catalog}: {} (review it with `opreg diff {catalog} {}`)",
+            dir.display(),
+            dir.display()
+        ));
+    }
+    // A catalog is pushed (or, from disk, copied) only where every image it names is.
+    let pushes = !r.plan.catalogs.is_empty()
+        && (opts.from.is_some() || matches!(opts.destination, Destination::Registry(_)));
+    let held_back = match pushes {
+        true => "; no catalog was pushed",
+        false => "",
+    };
     if r.not_attempted > 0 {
         output::error(format!(
-            "{} images not attempted after the first failure (--keep-going carries on); no catalog was pushed",
-            r.not_attempted
+            "{} not attempted after the first failure (--keep-going carries on){held_back}",
+            count(r.not_attempted, "image", "images")
         ));
-    } else if !failures.is_empty() && !opts.dry_run {
-        output::error("no catalog was pushed: some of its images are missing at the destination");
+    } else if !failures.is_empty() && !opts.dry_run && pushes {
+        output::error(format!(
+            "no catalog was pushed: it names the {} that failed above; fix them and run the same \
+             command again (what was copied is kept), or leave them out with blockedImages{}",
+            count(failures.len(), "image", "images"),
+            match r.filtered.is_empty() {
+                true => String::new(),
+                false => " (the filtered catalog is in the workspace, listed above)".into(),
+            }
+        ));
     }
     if failures.is_empty() && r.not_attempted == 0 {
         super::Ended::Done

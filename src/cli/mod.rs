@@ -119,7 +119,7 @@ pub enum Command {
     ///
     /// Exit codes: 0 valid (warnings may be printed), 1 invalid or an image error (or any
     /// warning, with --warnings-as-errors), or a SOURCE or --changed-from BASE could not be
-    /// read; 2 usage error (an unusable --image-mirrors file too).
+    /// read; 2 usage error (an unusable --image-mirrors file too); 130 interrupted.
     Validate(validate::Args),
     /// Write the catalog read from SOURCEs as a file-based catalog on stdout.
     ///
@@ -133,7 +133,7 @@ pub enum Command {
     /// parsed is an error (exit 1).
     ///
     /// Exit codes: 0 rendered (valid or not); 1 a SOURCE could not be read, pulled or parsed,
-    /// or the output could not be written; 2 usage error.
+    /// or the output could not be written; 2 usage error; 130 interrupted.
     Render(render::Args),
     /// Render a catalog template (basic, semver or substitutes) as a file-based catalog on stdout.
     ///
@@ -215,7 +215,8 @@ pub enum Command {
     /// `error` (the error OLM v1 would report, or null).
     ///
     /// Exit codes: 0 resolution ran (also when there is no upgrade or OLM would report an error);
-    /// 1 unknown package or channel, bad FROM, invalid catalog or range; 2 usage error.
+    /// 1 unknown package or channel, bad FROM, invalid catalog or range; 2 usage error;
+    /// 130 interrupted.
     Upgrade(upgrade::Args),
     /// Draw a package's update graph (Mermaid for GitHub, DOT for graphviz).
     ///
@@ -231,7 +232,7 @@ pub enum Command {
     /// --since, or use -f dot).
     ///
     /// Exit codes: 0 drawn; 1 unreadable or invalid SOURCE, unknown package, channel or --from;
-    /// 2 usage error.
+    /// 2 usage error; 130 interrupted.
     Graph(graph::Args),
     /// List the packages, channels or channel entries of a catalog.
     ///
@@ -240,7 +241,8 @@ pub enum Command {
     /// ingest` (read with narrow queries, without loading the catalog). Versions sort as versions
     /// (6.1.2 before 6.1.10).
     ///
-    /// Exit codes: 0 listed; 1 unreadable or invalid SOURCE, or no such PACKAGE; 2 usage error.
+    /// Exit codes: 0 listed; 1 unreadable or invalid SOURCE, or no such PACKAGE; 2 usage error;
+    /// 130 interrupted.
     List(list::Args),
     /// Compare two catalogs; fail when an upgrade would strand an installed version.
     ///
@@ -280,14 +282,14 @@ pub enum Command {
     /// zsh: `opreg completions zsh > "${fpath[1]}/_opreg"`; fish:
     /// `opreg completions fish > ~/.config/fish/completions/opreg.fish`.
     ///
-    /// Exit codes: 0 written; 1 the output could not be written; 2 usage error.
+    /// Exit codes: 0 written; 1 the output could not be written; 2 usage error; 130 interrupted.
     Completions(completions::Args),
     /// Print opreg's man page (roff) on stdout.
     ///
     /// Install, for example: `opreg man > ~/.local/share/man/man1/opreg.1`, then `man opreg`.
     ///
     /// Exit codes: 0 written; 1 a page could not be written; 2 usage error (an unknown
-    /// subcommand).
+    /// subcommand); 130 interrupted.
     Man(completions::ManArgs),
     /// Check a gRPC server's health, as grpc_health_probe does.
     ///
@@ -312,7 +314,8 @@ pub enum Command {
     /// `--from file://DIR docker://REGISTRY` unpacks and pushes it on the other side.
     ///
     /// Exit codes: 0 everything copied; 1 a failure (every one is listed; with --keep-going
-    /// the run carries on past failed images); 2 a usage error or an invalid configuration.
+    /// the run carries on past failed images); 2 a usage error or an invalid configuration;
+    /// 130 interrupted.
     Mirror(mirror::Args),
 }
 
@@ -357,6 +360,12 @@ fn is_go_flag(arg: &std::ffi::OsString) -> bool {
 pub fn dispatch(cli: Cli) -> Ended {
     let debug = matches!(&cli.command, Command::Serve(a) if a.debug);
     init_logging(cli.log_format, debug);
+    if let Some(left) = left_when_interrupted(&cli.command) {
+        crate::interrupt::exit_on_signal(move || {
+            output::error(format_args!("interrupted; {left}"));
+            EXIT_INTERRUPTED
+        });
+    }
     match cli.command {
         Command::Ingest(a) => ingest::run(a),
         Command::Validate(a) => validate::run(a),
@@ -376,6 +385,24 @@ pub fn dispatch(cli: Cli) -> Ended {
         Command::Image(a) => image::run(a),
         Command::Generate(a) => generate::run(a),
         Command::Mirror(a) => mirror::run(a),
+    }
+}
+
+/// What a command leaves when SIGINT or SIGTERM ends it (exit 130, after this line), for the
+/// commands that end at the signal; `serve` shuts down gracefully and `ingest` stops at its
+/// next step, each in its own way, and `health-probe` is over in a moment.
+fn left_when_interrupted(c: &Command) -> Option<&'static str> {
+    match c {
+        Command::Serve(_) | Command::Ingest(_) | Command::HealthProbe(_) => None,
+        Command::Mirror(_) => Some(
+            "every image completed so far is recorded in the workspace, nothing half-written \
+             was left, and the same command goes on from there",
+        ),
+        Command::Image(_) => Some(
+            "nothing half-written was left; a push puts its tag last, so an interrupted push \
+             tags nothing",
+        ),
+        _ => Some("nothing was written"),
     }
 }
 
@@ -511,6 +538,14 @@ pub fn report(e: &crate::error::Error) {
         Error::Usage(msg) => output::error(msg),
         Error::Interrupted => output::error("interrupted; nothing was written"),
         e @ Error::Failed(_) => output::error(e.detail()),
+    }
+}
+
+/// For a command with `--allow-empty`: the error that a catalog has no packages says how to
+/// accept one.
+pub fn offer_allow_empty(errors: &mut [crate::diag::Diagnostic]) {
+    for d in errors.iter_mut().filter(|d| crate::load::is_no_packages(d)) {
+        d.help = Some("pass --allow-empty to accept an empty catalog".into());
     }
 }
 

@@ -1,8 +1,8 @@
 //! The one drawer of the library's progress events ([`crate::progress::Event`]): on a terminal,
 //! a spinner for a step, a bar for a counted task, a bar of the bytes a copy sent, or a bar of
 //! the images a mirror copied with its bytes, rate and current image; with `--log-format json`,
-//! one log line a copy's start and blob and a mirror's start and image; nothing with `-q`, or
-//! when stderr is not a terminal.
+//! one log line a copy's start and blob and a mirror's start and image (a mirror's also in text
+//! when stderr is not a terminal); nothing with `-q`, or when stderr is not a terminal.
 
 use crate::progress::{Event, Progress, Reporter, Sent, Unit};
 use std::io::IsTerminal;
@@ -66,9 +66,14 @@ impl Drawer {
         Drawer::new(mode, bar)
     }
 
-    /// A mirror's progress: images done of total, bytes, rate and the current image.
+    /// A mirror's progress: images done of total, bytes, rate and the current image. Off a
+    /// terminal (a CI job, a pod), where a mirror runs for minutes to hours, one log line a
+    /// catalog pinned and an image done, in text as in JSON.
     pub fn mirror(quiet: bool) -> Drawer {
-        let mode = Mode::of(quiet);
+        let mode = match Mode::of(quiet) {
+            Mode::Nothing if !quiet => Mode::Lines,
+            m => m,
+        };
         let bar = (mode == Mode::Drawn).then(|| {
             let pb = styled(
                 indicatif::ProgressBar::new(0),
@@ -164,6 +169,10 @@ impl Drawer {
             Event::Blobs { bytes, .. } => self.with_bar(|pb| pb.set_length(bytes)),
             Event::Blob { size, .. } => self.with_bar(|pb| pb.inc(size)),
             Event::Manifest(_) => {}
+            Event::Note(line) => match &*self.shown() {
+                Some(pb) => pb.suspend(|| super::output::status(line)),
+                None => super::output::status(line),
+            },
         }
     }
 }
@@ -186,6 +195,7 @@ fn log(event: Event<'_>) {
         Event::ImageDone { name, ok } => {
             tracing::info!(target: "opreg::cli::mirror", image = name, ok, "image done")
         }
+        Event::Note(line) => super::output::status(line),
         _ => {}
     }
 }

@@ -184,7 +184,11 @@ pub fn run(a: Args) -> super::Ended {
             match e {
                 // As the server has always said it: every diagnostic, then (for more than one)
                 // an error line with the count.
-                Error::Invalid { errors, warnings } => {
+                Error::Invalid {
+                    mut errors,
+                    warnings,
+                } => {
+                    super::offer_allow_empty(&mut errors);
                     warnings.iter().for_each(super::output::diagnostic);
                     errors.iter().for_each(super::output::diagnostic);
                     if errors.len() > 1 {

@@ -44,6 +44,11 @@ pub struct VerifyArgs {
     /// The public key (PEM `PUBLIC KEY`, cosign.pub).
     #[arg(long, value_name = "FILE")]
     pub key: PathBuf,
+    /// Accept a signature that names REPOSITORY, not REF's own repository: a mirrored image
+    /// keeps the signature made for its source, which names the source's repository (for
+    /// example `--signed-identity quay.io/org/app` for `mirror.local:5000/org/app:v1`).
+    #[arg(long, value_name = "REPOSITORY")]
+    pub signed_identity: Option<String>,
     #[command(flatten)]
     pub image: RegistryArgs,
 }
@@ -130,8 +135,14 @@ pub fn run_verify(a: VerifyArgs) -> super::Ended {
             signature::registry_reference(&a.reference).map_err(|e| Error::Usage(e.to_string()))?;
         let key = keys::read_public_key_file(&a.key).map_err(Error::failed)?;
         let limit = crate::image::DEFAULT_MAX_MANIFEST_SIZE;
-        signature::verify(&r, &[key], &a.image.connection(), limit)
-            .map_err(|e| Error::failed(format!("{}: {}", a.reference, crate::text::one_line(&e))))
+        signature::verify(
+            &r,
+            &[key],
+            a.signed_identity.as_deref(),
+            &a.image.connection(),
+            limit,
+        )
+        .map_err(|e| Error::failed(format!("{}: {}", a.reference, crate::text::one_line(&e))))
     })();
     match done {
         Ok(v) => {

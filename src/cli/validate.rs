@@ -146,10 +146,11 @@ pub fn run(a: Args) -> super::Ended {
         },
         progress,
     };
-    let c = match crate::query::validate(&opts) {
+    let mut c = match crate::query::validate(&opts) {
         Ok(c) => c,
         Err(e) => return super::Ended::Failed(e),
     };
+    super::offer_allow_empty(&mut c.errors);
     let (valid, counts) = (c.valid, c.counts);
     if text {
         if !a.quiet || a.warnings_as_errors {

@@ -130,7 +130,7 @@ pub struct Resolved {
     pub paths: Vec<PathBuf>,
     /// For each entry of `paths`, the image it came from, if any.
     pub images: Vec<Option<ResolvedImage>>,
-    _staging: Vec<tempfile::TempDir>,
+    _staging: Vec<crate::atomic::Dir>,
 }
 
 impl Resolved {
@@ -264,9 +264,8 @@ pub fn resolve(
                 o
             }
         };
-        let staging = tempfile::Builder::new()
-            .prefix("opreg-image-")
-            .tempdir()
+        // Known to the interrupt handler, which removes it if the process ends at once.
+        let staging = crate::atomic::Dir::create_in(&std::env::temp_dir(), "opreg-image-")
             .context("cannot create a temporary directory for the image")?;
         this.check = policy.as_ref().map(|p| signature::Check {
             policy: std::sync::Arc::clone(p),

@@ -14,8 +14,8 @@ use crate::registry::{read_limited, BlobSource, Connection, Registry};
 use crate::sign::identity::{Named, SignedIdentity};
 use crate::sign::keys;
 use crate::sign::payload::{self, Layer, BUNDLE_MEDIA_TYPE_PREFIX};
-use crate::sign::policy::{Found, Policy, Requirement, Signatures, Subject};
-use anyhow::{anyhow, Result};
+use crate::sign::policy::{Found, Policy, Signatures, Subject};
+use anyhow::{anyhow, bail, Result};
 use base64::Engine;
 use p256::ecdsa::{SigningKey, VerifyingKey};
 use std::path::Path;
@@ -254,13 +254,25 @@ pub struct Verified {
 }
 
 /// Checks that a signature by one of `keys` covers the digest `r` names now and names `r`'s
-/// repository. The error is the reason, one line.
+/// repository, or with `signed_repository`, that one (a signature made for the source of a
+/// mirrored image names the source's repository). The error is the reason, one line.
 pub fn verify(
     r: &Reference,
     keys: &[VerifyingKey],
+    signed_repository: Option<&str>,
     conn: &Connection,
     limit: u64,
 ) -> Result<Verified> {
+    let identity = match signed_repository {
+        None => SignedIdentity::MatchRepository,
+        Some(repo) => {
+            let n = Named::parse(repo).map_err(|e| anyhow!("signed identity {repo:?}: {e}"))?;
+            if !n.is_name_only() {
+                bail!("signed identity {repo:?}: name a repository, without a tag or digest");
+            }
+            SignedIdentity::ExactRepository(repo.to_string())
+        }
+    };
     let mut reg = Registry::new(r, conn)?;
     let top = reg.manifest(r.manifest_ref(), limit)?;
     let digest = crate::digest::sha256(&top.bytes);
@@ -271,11 +283,12 @@ pub fn verify(
     };
     let named = named_of(&ImageSource::Registry(r.clone()))
         .ok_or_else(|| anyhow!("not a registry image"))?;
-    let requirement = Requirement::SigstoreSigned {
-        keys: keys.to_vec(),
-        identity: SignedIdentity::MatchRepository,
+    let keys_named = match keys.len() {
+        1 => "the given key",
+        _ => "the given keys",
     };
-    crate::sign::policy::verdict(&requirement, &sigs, &named, &digest).map_err(|e| anyhow!(e))?;
+    crate::sign::policy::signed_by(&sigs, keys, keys_named, &identity, &named, &digest)
+        .map_err(|e| anyhow!(e))?;
     Ok(Verified {
         digest,
         signatures: count,

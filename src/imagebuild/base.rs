@@ -216,10 +216,10 @@ fn str_at(v: &Value, p: &str) -> String {
 /// The user the default base runs as (the project's Dockerfile's).
 const USER: Owner = Owner { uid: 1001, gid: 0 };
 
-/// The running binary as a base: `/bin/opreg`, linked as `/bin/opm` and
-/// `/bin/grpc_health_probe`, a passwd with the non-root user, `/tmp` 1777. Refused for a
-/// dynamically linked binary.
-pub fn default_base(platforms: &[Platform], mtime: u64, staging: &Path) -> Result<Base, Error> {
+/// Whether the running binary can be the base for `platforms` (it is for the host's platform,
+/// and statically linked); its path. Checked before the catalog is read, so that a build that
+/// cannot succeed says so at once.
+pub fn default_base_usable(platforms: &[Platform]) -> Result<std::path::PathBuf, Error> {
     let host = manifest::host_platform();
     if let Some(p) = platforms.iter().find(|p| !same_platform(p, &host)) {
         return Err(Error::Usage(format!(
@@ -234,6 +234,15 @@ pub fn default_base(platforms: &[Platform], mtime: u64, staging: &Path) -> Resul
             exe.display()
         )));
     }
+    Ok(exe)
+}
+
+/// The running binary as a base: `/bin/opreg`, linked as `/bin/opm` and
+/// `/bin/grpc_health_probe`, a passwd with the non-root user, `/tmp` 1777. Refused for a
+/// dynamically linked binary.
+pub fn default_base(platforms: &[Platform], mtime: u64, staging: &Path) -> Result<Base, Error> {
+    let exe = default_base_usable(platforms)?;
+    let host = manifest::host_platform();
     let mut b = LayerBuilder::new(mtime);
     b.dir("bin", 0o755, ROOT);
     b.file("bin/opreg", 0o755, ROOT, &exe);

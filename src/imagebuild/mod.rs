@@ -84,7 +84,7 @@ pub struct BuildOptions {
 
 /// A built image, in a private OCI layout (removed on drop).
 pub struct Staged {
-    _dir: tempfile::TempDir,
+    _dir: crate::atomic::Dir,
     /// The private layout that holds the image.
     pub layout: PathBuf,
     /// The image, as its layout holds it.
@@ -113,6 +113,9 @@ impl Staged {
 pub fn build(opts: &BuildOptions) -> Result<Staged, Error> {
     absolute(&opts.configs_path, "--configs-path")?;
     absolute(&opts.cache_path, "--cache-path")?;
+    if opts.base.is_none() {
+        base::default_base_usable(&opts.platforms)?;
+    }
     let (catalog, warnings) = read_catalog(opts)?;
     build_catalog(catalog, warnings, opts)
 }
@@ -127,9 +130,8 @@ pub fn build_catalog(
     let mtime = opts.source_date_epoch.unwrap_or(0);
     let configs_path = absolute(&opts.configs_path, "--configs-path")?;
     let cache_path = absolute(&opts.cache_path, "--cache-path")?;
-    let staging = tempfile::Builder::new()
-        .prefix("opreg-image-build-")
-        .tempdir()?;
+    // Known to the interrupt handler, which removes it if the process ends at once.
+    let staging = crate::atomic::Dir::create_in(&std::env::temp_dir(), "opreg-image-build-")?;
     let work = staging.path().join("work");
     std::fs::create_dir_all(&work)?;
     let out = LayoutWriter::create(&staging.path().join("layout"))?;

@@ -4,6 +4,8 @@
 //! top-level `archiveSize`. The sections opreg does not mirror (`platform`, `helm`, `samples`)
 //! are refused with one line naming them, never ignored.
 //!
+//! Unknown fields are errors, every one reported at once with its line and column.
+//!
 //! Validation follows oc-mirror's `internal/pkg/config/validate.go`: duplicate catalogs,
 //! packages and channels, versions that are not semver, a channel range mixed with a package
 //! range, and blocked-image patterns that are not regular expressions are errors, all reported
@@ -17,7 +19,7 @@ pub const KIND: &str = "ImageSetConfiguration";
 
 /// A whole configuration.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
 pub struct ImageSetConfiguration {
     pub api_version: String,
     pub kind: String,
@@ -29,7 +31,7 @@ pub struct ImageSetConfiguration {
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
 pub struct Mirror {
     #[serde(default)]
     pub operators: Vec<Operator>,
@@ -41,7 +43,7 @@ pub struct Mirror {
 
 /// One catalog and what to take from it.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
 pub struct Operator {
     pub catalog: String,
     #[serde(default)]
@@ -61,14 +63,13 @@ pub struct Operator {
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct PlatformFilter {
     pub os: String,
     pub architecture: String,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
 pub struct Package {
     pub name: String,
     #[serde(default)]
@@ -82,7 +83,7 @@ pub struct Package {
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
 pub struct Channel {
     pub name: String,
     #[serde(default)]
@@ -92,7 +93,7 @@ pub struct Channel {
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(rename_all = "camelCase")]
 pub struct AdditionalImage {
     pub name: String,
     #[serde(default)]
@@ -104,7 +105,6 @@ pub struct AdditionalImage {
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct BlockedImage {
     pub name: String,
 }
@@ -145,13 +145,47 @@ pub fn parse(text: &str) -> Result<ImageSetConfiguration, MirrorError> {
             m.remove(s);
         }
     }
-    let cfg: ImageSetConfiguration = serde_json::from_value(cleaned)
-        .map_err(|e| MirrorError::from(format!("invalid ImageSetConfiguration: {e}")))?;
+    // Unknown fields are collected, not refused one at a time: every one is reported, each
+    // with its line and column.
+    let mut unknown = Vec::new();
+    let cfg: ImageSetConfiguration =
+        serde_ignored::deserialize(cleaned, |path| unknown.push(path.to_string()))
+            .map_err(|e| MirrorError::from(format!("invalid ImageSetConfiguration: {e}")))?;
+    if !unknown.is_empty() {
+        let at = crate::yaml::key_positions(text);
+        // In the order they stand in the file.
+        unknown.sort_by_key(|path| at.get(path).copied().unwrap_or((usize::MAX, 0)));
+        let lines: Vec<String> = unknown
+            .iter()
+            .map(|path| {
+                let place = match at.get(path) {
+                    Some((line, col)) => format!("line {line}, column {col}: "),
+                    None => String::new(),
+                };
+                format!("{place}{path}: {}", unknown_field(path))
+            })
+            .collect();
+        return Err(lines.join("\n").into());
+    }
     let errors = validate(&cfg);
     if errors.is_empty() {
         Ok(cfg)
     } else {
         Err(errors.join("\n").into())
+    }
+}
+
+/// Why a field is refused: a field oc-mirror accepted once is said so, with what to use now.
+fn unknown_field(path: &str) -> &'static str {
+    let last = path.rsplit('.').next().unwrap_or(path);
+    let in_package = path.split('.').rev().nth(2) == Some("packages");
+    match (last, in_package) {
+        ("bundles", true) => {
+            "unknown field: selecting bundles by name (`bundles`, in oc-mirror v2's documentation \
+             for OpenShift 4.16 and 4.17) is not supported; select versions with minVersion and \
+             maxVersion (both set to a bundle's version for that bundle alone)"
+        }
+        _ => "unknown field",
     }
 }
 

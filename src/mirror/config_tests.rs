@@ -68,7 +68,43 @@ fn the_kind_and_version_are_checked() {
     assert!(e.contains("v1alpha2"), "{e}");
     assert!(parse("- a\n").is_err());
     let e = parse("apiVersion: mirror.openshift.io/v2alpha1\nkind: ImageSetConfiguration\nmirror:\n  operator: []\n").unwrap_err().to_string();
-    assert!(e.contains("unknown field `operator`"), "{e}");
+    assert_eq!(e, "line 4, column 3: mirror.operator: unknown field");
+}
+
+#[test]
+fn every_unknown_field_is_reported_with_its_line_and_column() {
+    let text = "apiVersion: mirror.openshift.io/v2alpha1
+kind: ImageSetConfiguration
+archivesize: 4
+mirror:
+  operators:
+  - catalog: quay.io/c:v1
+    packges: []
+    packages:
+    - name: a
+      bundles:
+      - name: a.v1.0.0
+      channels:
+      - name: stable
+        minVersoin: 1.0.0
+";
+    let e = parse(text).unwrap_err().to_string();
+    let lines: Vec<&str> = e.lines().collect();
+    assert_eq!(lines.len(), 4, "{e}");
+    assert_eq!(lines[0], "line 3, column 1: archivesize: unknown field");
+    assert_eq!(
+        lines[1],
+        "line 7, column 5: mirror.operators.0.packges: unknown field"
+    );
+    assert!(
+        lines[2].starts_with("line 10, column 7: mirror.operators.0.packages.0.bundles: unknown field: selecting bundles by name")
+            && lines[2].contains("minVersion and maxVersion"),
+        "{e}"
+    );
+    assert_eq!(
+        lines[3],
+        "line 14, column 9: mirror.operators.0.packages.0.channels.0.minVersoin: unknown field"
+    );
 }
 
 #[test]

@@ -65,6 +65,14 @@ pub fn resolve(source: &Catalog, filtered: &mut Filtered) -> Resolved {
             for (p, b) in picks {
                 let reason = format!("{need}, required by {name:?} of package {pkg:?}");
                 for (p, b) in add(source, filtered, &p, &b) {
+                    super::filter::because(
+                        &mut filtered.why,
+                        &p,
+                        &b,
+                        super::filter::Reason::Dependency {
+                            requirement: reason.clone(),
+                        },
+                    );
                     out.added.push(Added {
                         package: p.clone(),
                         bundle: b.clone(),

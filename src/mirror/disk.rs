@@ -157,6 +157,7 @@ pub fn plan(
             bundles_in_source: c.bundles_in_source,
             kept: c.kept.clone(),
             added: c.added.clone(),
+            why: Default::default(),
             warnings: c.warnings.clone(),
         });
         names.push(c.name.clone());
@@ -170,16 +171,17 @@ pub fn plan(
     Ok((out, names))
 }
 
-/// Records in DIR's history what this run added: every blob no earlier run recorded (a run
-/// killed before recording leaves its blobs to the next).
-pub fn record(dir: &Path) -> Result<history::History, MirrorError> {
+/// DIR's history with this run: every blob no earlier run recorded. Not written: the caller
+/// writes it ([`history::write`]) once the archives holding those blobs are complete, so that
+/// a run that failed or was killed before (a full disk, Ctrl-C) leaves its blobs to the next.
+pub fn with_this_run(dir: &Path) -> Result<history::History, MirrorError> {
     let h = history::read(dir)?;
     let known: BTreeSet<&PathBuf> = h.runs.iter().flat_map(|r| &r.added).collect();
     let added: Vec<PathBuf> = history::blobs(dir)?
         .into_iter()
         .filter(|b| !known.contains(b))
         .collect();
-    history::record(dir, &added, std::time::SystemTime::now())
+    history::with_run(h, &added, std::time::SystemTime::now())
 }
 
 /// Packs into DIR's archives what the last run added (or every run since `since`), with the
@@ -301,6 +303,15 @@ mod tests {
         let blobs = dir.path().join("blobs/sha256");
         std::fs::create_dir_all(&blobs).unwrap();
         std::fs::write(blobs.join("aa"), b"1").unwrap();
+        let record = |d: &Path| {
+            let h = with_this_run(d)?;
+            history::write(d, &h)?;
+            Ok::<_, MirrorError>(h)
+        };
+        // Not written until the caller says so (its archives complete).
+        let pending = with_this_run(dir.path()).unwrap();
+        assert_eq!(pending.runs[0].added, [PathBuf::from("blobs/sha256/aa")]);
+        assert!(history::read(dir.path()).unwrap().runs.is_empty());
         let h = record(dir.path()).unwrap();
         assert_eq!(h.runs[0].added, [PathBuf::from("blobs/sha256/aa")]);
         // A killed run's blob, then a finished run's: both are the second record's.

@@ -5,6 +5,7 @@
 //! * no `packages`: the head of every channel of every package, or with `full: true` the whole
 //!   catalog, unfiltered;
 //! * listed packages only; a package's listed channels only (all of them when none is listed);
+//!   a listed package or channel the catalog does not have is an error naming the closest names;
 //! * per channel: every entry with `full: true`; the range `>=min <=max` (the channel's, else
 //!   the package's) walked along the replaces chain from the head, keeping the bundles needed
 //!   for a single head even when out of range (each one a warning), and skipped bundles only in
@@ -18,6 +19,7 @@
 use super::config::{self, Operator};
 use super::MirrorError;
 use crate::model::{Catalog, Channel, ChannelEntry, Package};
+use crate::text::{did_you_mean, nearest};
 use crate::version::masterminds::Constraint;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -29,6 +31,74 @@ pub struct Filtered {
     pub kept: BTreeMap<String, BTreeSet<String>>,
     /// Out-of-range bundles kept so that a channel has one head, and other notes.
     pub warnings: Vec<String>,
+    /// Why each kept bundle is kept, by package and bundle: channel head, in a version range,
+    /// kept for a channel's single head, selected by `full`, added for a dependency.
+    pub why: Why,
+}
+
+/// Reasons, by package and bundle.
+pub type Why = BTreeMap<String, BTreeMap<String, BTreeSet<Reason>>>;
+
+/// Why a bundle is kept.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Reason {
+    /// The head of this channel (no range, not `full`).
+    Head { channel: String },
+    /// Within the version range of this channel (its own, else the package's).
+    InRange { range: String, channel: String },
+    /// Outside the range (or not selected), kept so that this channel has one head.
+    SingleHead { channel: String },
+    /// `full: true`, for this channel (none: the whole catalog).
+    Full { channel: Option<String> },
+    /// Added for a requirement of a kept bundle (the requirement and who has it).
+    Dependency { requirement: String },
+}
+
+impl Reason {
+    /// The kind of reason, as the per-package summary counts it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Reason::Head { .. } => "head of a channel",
+            Reason::InRange { .. } => "within a version range",
+            Reason::SingleHead { .. } => "kept for a channel's single head",
+            Reason::Full { .. } => "selected by full: true",
+            Reason::Dependency { .. } => "added for a dependency",
+        }
+    }
+}
+
+impl std::fmt::Display for Reason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Reason::Head { channel } => write!(f, "head of channel {channel}"),
+            Reason::InRange { range, channel } => {
+                write!(f, "within the version range {range} (channel {channel})")
+            }
+            Reason::SingleHead { channel } => {
+                write!(f, "kept so that channel {channel} has one head")
+            }
+            Reason::Full { channel: None } => write!(f, "selected by full: true"),
+            Reason::Full { channel: Some(c) } => write!(f, "selected by full: true (channel {c})"),
+            Reason::Dependency { requirement } => {
+                write!(f, "added for a dependency: {requirement}")
+            }
+        }
+    }
+}
+
+impl serde::Serialize for Reason {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+/// Records that `bundle` of `package` is kept `because`.
+pub fn because(why: &mut Why, package: &str, bundle: &str, reason: Reason) {
+    why.entry(package.to_string())
+        .or_default()
+        .entry(bundle.to_string())
+        .or_default()
+        .insert(reason);
 }
 
 /// Filters `catalog` as `op` says. The error names the package and channel.
@@ -48,6 +118,9 @@ pub fn filter(catalog: &Catalog, op: &Operator) -> Result<Filtered, MirrorError>
         for (name, p) in &catalog.packages {
             out.kept
                 .insert(name.clone(), p.bundles.keys().cloned().collect());
+            for b in p.bundles.keys() {
+                because(&mut out.why, name, b, Reason::Full { channel: None });
+            }
         }
         out.catalog.packages = catalog.packages.clone();
         return Ok(out);
@@ -60,17 +133,19 @@ pub fn filter(catalog: &Catalog, op: &Operator) -> Result<Filtered, MirrorError>
             match catalog.packages.get(&cfg.name) {
                 Some(p) => v.push((p, Some(cfg))),
                 None => {
+                    let near = nearest(&cfg.name, catalog.packages.keys().map(String::as_str), 3);
                     return Err(MirrorError::from(format!(
-                        "package {:?} is not in the catalog",
-                        cfg.name
-                    )))
+                        "package {:?} is not in the catalog{}",
+                        cfg.name,
+                        did_you_mean(&near)
+                    )));
                 }
             }
         }
         v
     };
     for (pkg, cfg) in wanted {
-        let (p, kept) = filter_package(pkg, cfg, op.full, &mut out.warnings)?;
+        let (p, kept) = filter_package(pkg, cfg, op.full, &mut out.warnings, &mut out.why)?;
         out.kept.insert(p.name.clone(), kept);
         out.catalog.packages.insert(p.name.clone(), p);
     }
@@ -82,9 +157,19 @@ fn filter_package(
     cfg: Option<&config::Package>,
     full: bool,
     warnings: &mut Vec<String>,
+    why: &mut Why,
 ) -> Result<(Package, BTreeSet<String>), MirrorError> {
     let listed: Vec<&config::Channel> =
         cfg.map(|c| c.channels.iter().collect()).unwrap_or_default();
+    if let Some(c) = listed.iter().find(|c| !pkg.channels.contains_key(&c.name)) {
+        let near = nearest(&c.name, pkg.channels.keys().map(String::as_str), 3);
+        return Err(MirrorError::from(format!(
+            "package {:?}: channel {:?} is not in the catalog{}",
+            pkg.name,
+            c.name,
+            did_you_mean(&near)
+        )));
+    }
     let mut channels = BTreeMap::new();
     let mut kept = BTreeSet::new();
     let default = match cfg.map(|c| c.default_channel.as_str()).unwrap_or("") {
@@ -107,13 +192,38 @@ fn filter_package(
                     where_()
                 )))
             }
-            (true, None) => ch.entries.iter().map(|e| e.name.clone()).collect(),
+            (true, None) => {
+                for e in &ch.entries {
+                    let reason = Reason::Full {
+                        channel: Some(ch.name.clone()),
+                    };
+                    because(why, &pkg.name, &e.name, reason);
+                }
+                ch.entries.iter().map(|e| e.name.clone()).collect()
+            }
             (false, Some(r)) => {
                 let c = Constraint::parse(r)
                     .map_err(|e| MirrorError::from(format!("{}: {e}", where_())))?;
                 let graph =
                     Graph::new(ch).map_err(|e| MirrorError::from(format!("{}: {e}", where_())))?;
-                graph.in_range(&c, pkg, &where_(), warnings)
+                let keep = graph.in_range(&c, pkg, &where_(), warnings);
+                for name in &keep {
+                    let fits = pkg
+                        .bundles
+                        .get(name)
+                        .and_then(|b| semver::Version::parse(&b.version()).ok())
+                        .is_some_and(|v| c.matches(&v));
+                    let channel = ch.name.clone();
+                    let reason = match fits {
+                        true => Reason::InRange {
+                            range: r.clone(),
+                            channel,
+                        },
+                        false => Reason::SingleHead { channel },
+                    };
+                    because(why, &pkg.name, name, reason);
+                }
+                keep
             }
             (false, None) => {
                 let graph = Graph::new(ch).map_err(|e| {
@@ -122,6 +232,10 @@ fn filter_package(
                         where_()
                     ))
                 })?;
+                let reason = Reason::Head {
+                    channel: ch.name.clone(),
+                };
+                because(why, &pkg.name, graph.head, reason);
                 BTreeSet::from([graph.head.to_string()])
             }
         };

@@ -304,11 +304,31 @@ fn selection_without_packages_and_with_full() {
         .unwrap_err()
         .to_string()
         .contains(r#"package "bar" is not in the catalog"#));
+    missing.packages[0].name = "fooo".into();
+    let e = filter(&c, &missing).unwrap_err().to_string();
+    assert!(
+        e.contains(r#"package "fooo" is not in the catalog; did you mean "foo"?"#),
+        "{e}"
+    );
+    // A misspelled channel, alone or beside a real one, is an error naming the closest.
+    for listed in [&["stabel"][..], &["stable", "stabel"][..]] {
+        let mut typo = op(None, false);
+        typo.packages[0].channels = listed
+            .iter()
+            .map(|n| config::Channel {
+                name: n.to_string(),
+                ..Default::default()
+            })
+            .collect();
+        let e = filter(&c, &typo).unwrap_err().to_string();
+        assert!(
+            e.contains(
+                r#"package "foo": channel "stabel" is not in the catalog; did you mean "stable"?"#
+            ),
+            "{listed:?}: {e}"
+        );
+    }
     let mut other = op(None, false);
-    other.packages[0].channels.push(config::Channel {
-        name: "fast".into(),
-        ..Default::default()
-    });
     other.packages[0].default_channel = "fast".into();
     let e = filter(&c, &other).unwrap_err().to_string();
     assert!(e.contains(r#"default channel override "fast""#), "{e}");

@@ -49,6 +49,14 @@ pub fn repair(source: &Catalog, filtered: &mut Filtered) -> Vec<String> {
                     .entry(pname.clone())
                     .or_default()
                     .insert(name.to_string());
+                super::filter::because(
+                    &mut filtered.why,
+                    pname,
+                    name,
+                    super::filter::Reason::SingleHead {
+                        channel: cname.clone(),
+                    },
+                );
                 added.push(name.to_string());
             }
             if !added.is_empty() {

@@ -156,13 +156,23 @@ pub fn read(dir: &Path) -> Result<History, MirrorError> {
 /// Appends a run at `now` that added `added` (sorted, each once) to `dir/history.json`,
 /// rewritten atomically. Returns the new history.
 pub fn record(dir: &Path, added: &[PathBuf], now: SystemTime) -> Result<History, MirrorError> {
+    let h = with_run(read(dir)?, added, now)?;
+    write(dir, &h)?;
+    Ok(h)
+}
+
+/// `h` with a run at `now` that added `added` (sorted, each once), not yet written.
+pub fn with_run(
+    mut h: History,
+    added: &[PathBuf],
+    now: SystemTime,
+) -> Result<History, MirrorError> {
     if let Some(p) = added.iter().find(|p| !plain(p)) {
         return Err(MirrorError::from(format!(
             "{}: not a plain relative path",
             p.display()
         )));
     }
-    let mut h = read(dir)?;
     let secs = now
         .duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
@@ -173,11 +183,15 @@ pub fn record(dir: &Path, added: &[PathBuf], now: SystemTime) -> Result<History,
         time,
         added: added.into_iter().collect(),
     });
-    let mut text =
-        serde_json::to_string_pretty(&h).map_err(|e| MirrorError::from(format!("{FILE}: {e}")))?;
-    text.push('\n');
-    super::workspace::write_named(&dir.join(FILE), text.as_bytes())?;
     Ok(h)
+}
+
+/// Writes `h` as `dir/history.json`, atomically.
+pub fn write(dir: &Path, h: &History) -> Result<(), MirrorError> {
+    let mut text =
+        serde_json::to_string_pretty(h).map_err(|e| MirrorError::from(format!("{FILE}: {e}")))?;
+    text.push('\n');
+    super::workspace::write_named(&dir.join(FILE), text.as_bytes())
 }
 
 /// The blobs in the workspace's layout now, as `blobs/<algorithm>/<hex>` paths: taken before

@@ -1,6 +1,7 @@
 //! The images a mirror copies and where each goes: every kept bundle's `image` and
 //! `relatedImages`, then `additionalImages`, less those a `blockedImages` pattern matches, each
-//! once; and each one's name at the destination, `DEST/PREFIX/<source path>` with the tag or
+//! once per target (an additional image listed twice with different `targetRepo`/`targetTag` is
+//! copied to both); and each one's name at the destination, `DEST/PREFIX/<source path>` with the tag or
 //! digest the catalog or the configuration wrote (`--max-nested-paths` folds deeper paths as
 //! oc-mirror folds them).
 
@@ -35,7 +36,8 @@ pub struct Wanted {
 }
 
 /// The images of `catalogs` (filtered) and `cfg`'s additional images, less the blocked ones,
-/// each once, in a stable order (as first named). Returns them and the blocked ones.
+/// each once per (source, target repository, target tag), in a stable order (as first named).
+/// Returns them and the blocked ones.
 pub fn wanted(catalogs: &[&Catalog], cfg: &ImageSetConfiguration) -> (Vec<Wanted>, Vec<String>) {
     let blocked: Vec<regex::Regex> = cfg
         .mirror
@@ -43,8 +45,9 @@ pub fn wanted(catalogs: &[&Catalog], cfg: &ImageSetConfiguration) -> (Vec<Wanted
         .iter()
         .filter_map(|b| regex::Regex::new(&b.name).ok())
         .collect();
-    let mut order: Vec<String> = Vec::new();
-    let mut by_source: BTreeMap<String, Wanted> = BTreeMap::new();
+    type Key = (String, Option<String>, Option<String>);
+    let mut order: Vec<Key> = Vec::new();
+    let mut by_key: BTreeMap<Key, Wanted> = BTreeMap::new();
     let mut refused = Vec::new();
     let mut add = |source: &str, origin: Origin, repo: Option<&str>, tag: Option<&str>| {
         if source.is_empty() {
@@ -56,12 +59,17 @@ pub fn wanted(catalogs: &[&Catalog], cfg: &ImageSetConfiguration) -> (Vec<Wanted
             }
             return;
         }
-        let w = by_source.entry(source.to_string()).or_insert_with(|| {
-            order.push(source.to_string());
+        let key: Key = (
+            source.to_string(),
+            repo.filter(|r| !r.is_empty()).map(str::to_string),
+            tag.filter(|t| !t.is_empty()).map(str::to_string),
+        );
+        let w = by_key.entry(key.clone()).or_insert_with(|| {
+            order.push(key.clone());
             Wanted {
-                source: source.to_string(),
-                target_repo: repo.filter(|r| !r.is_empty()).map(str::to_string),
-                target_tag: tag.filter(|t| !t.is_empty()).map(str::to_string),
+                source: key.0,
+                target_repo: key.1,
+                target_tag: key.2,
                 origins: Vec::new(),
             }
         });
@@ -90,7 +98,7 @@ pub fn wanted(catalogs: &[&Catalog], cfg: &ImageSetConfiguration) -> (Vec<Wanted
     }
     let list = order
         .into_iter()
-        .filter_map(|s| by_source.remove(&s))
+        .filter_map(|k| by_key.remove(&k))
         .collect();
     (list, refused)
 }
@@ -186,6 +194,15 @@ mod tests {
         cfg.mirror.blocked_images.push(BlockedImage {
             name: ".*/alpine.*".into(),
         });
+        // The same source again, plain and under another target: one more copy, not two.
+        for (repo, tag) in [("", ""), ("renamed/etcd", "v9"), ("", "")] {
+            cfg.mirror.additional_images.push(AdditionalImage {
+                name: "quay.io/coreos/etcd-bundle:v2".into(),
+                target_repo: repo.into(),
+                target_tag: tag.into(),
+                ..Default::default()
+            });
+        }
         let (list, blocked) = wanted(&[&catalog()], &cfg);
         let sources: Vec<&str> = list.iter().map(|w| w.source.as_str()).collect();
         assert_eq!(
@@ -195,7 +212,17 @@ mod tests {
                 "quay.io/coreos/etcd@sha256:aa",
                 "quay.io/coreos/etcd-bundle:v2",
                 "registry.redhat.io/ubi8/ubi:latest",
+                "quay.io/coreos/etcd-bundle:v2",
             ]
+        );
+        assert_eq!(
+            list[2].origins.len(),
+            3,
+            "the bundle and two plain listings"
+        );
+        assert_eq!(
+            destination(&list[4], "m:5000", 0).unwrap(),
+            "m:5000/renamed/etcd:v9"
         );
         assert_eq!(
             list[1].origins.len(),

@@ -45,6 +45,8 @@ pub struct PlannedCatalog {
     pub kept: BTreeMap<String, BTreeSet<String>>,
     /// Bundles added for dependencies, each with the requirement that brought it.
     pub added: Vec<Added>,
+    /// Why each kept bundle is kept ([`filter::Why`]).
+    pub why: filter::Why,
     /// The filter's and the resolver's notes.
     pub warnings: Vec<String>,
 }
@@ -66,6 +68,42 @@ pub struct Plan {
     pub blocked: Vec<String>,
 }
 
+/// What a catalog's plan says to the user as soon as it is made: where its tag pointed, and
+/// what the filter kept.
+pub fn pinned_line(c: &PlannedCatalog) -> String {
+    let kept: usize = c.kept.values().map(|b| b.len()).sum();
+    format!(
+        "catalog {} pinned to {}: {kept} of {} bundles kept, {} added for dependencies",
+        c.entry.catalog,
+        c.digest,
+        c.bundles_in_source,
+        c.added.len()
+    )
+}
+
+/// Why a catalog's bundles are kept, one line a package: how many for each kind of reason
+/// (`package etcd: 3 kept: 1 head of a channel, 2 within a version range`).
+pub fn why_lines(c: &PlannedCatalog) -> Vec<String> {
+    c.why
+        .iter()
+        .map(|(pkg, bundles)| {
+            let mut kinds: BTreeMap<&str, usize> = BTreeMap::new();
+            for reasons in bundles.values() {
+                let kinds_of: BTreeSet<&str> = reasons.iter().map(filter::Reason::kind).collect();
+                for k in kinds_of {
+                    *kinds.entry(k).or_default() += 1;
+                }
+            }
+            let parts: Vec<String> = kinds.iter().map(|(k, n)| format!("{n} {k}")).collect();
+            format!(
+                "package {pkg}: {} kept: {}",
+                bundles.len(),
+                parts.join(", ")
+            )
+        })
+        .collect()
+}
+
 /// The tag an image named only by digest gets at the destination, so that garbage collection
 /// keeps it: `mirror-sha256-<hex>` (not `sha256-<hex>`, the OCI referrers fallback tag).
 pub fn digest_tag(digest: &str) -> String {
@@ -82,12 +120,21 @@ pub fn plan(cfg: &ImageSetConfiguration, opts: &PlanOptions) -> Result<Plan, Err
     let catalogs: Vec<&Catalog> = out.catalogs.iter().map(|c| &c.catalog).collect();
     let (wanted, blocked) = images::wanted(&catalogs, cfg);
     out.blocked = blocked;
+    let mut at: std::collections::HashMap<String, usize> = Default::default();
     for w in wanted {
         let destination = image_destination(&w, &opts.destination, opts.max_nested_paths)?;
-        out.images.push(PlannedImage {
-            wanted: w,
-            destination,
-        });
+        // Two entries that land on one name (a mirror to disk names each image by its source)
+        // are one copy.
+        match at.get(&destination) {
+            Some(&i) => out.images[i].wanted.origins.extend(w.origins),
+            None => {
+                at.insert(destination.clone(), out.images.len());
+                out.images.push(PlannedImage {
+                    wanted: w,
+                    destination,
+                })
+            }
+        }
     }
     Ok(out)
 }
@@ -171,6 +218,7 @@ fn plan_catalog(op: &Operator, opts: &PlanOptions) -> Result<PlannedCatalog, Err
         bundles_in_source: whole.packages.values().map(|p| p.bundles.len()).sum(),
         catalog: filtered.catalog,
         kept: filtered.kept,
+        why: filtered.why,
         added,
         warnings: filtered.warnings,
     })

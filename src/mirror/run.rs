@@ -127,6 +127,12 @@ pub struct Report {
     pub written: Vec<PathBuf>,
     /// A mirror to disk's archives.
     pub archives: Vec<PathBuf>,
+    /// What the user should know that is no failure (cluster resources of an earlier run to
+    /// another destination replaced).
+    pub notes: Vec<String>,
+    /// Each filtered catalog written for review (a dry run's, or a `--keep-going` run's): its
+    /// reference in the configuration and its directory.
+    pub filtered: Vec<(String, PathBuf)>,
 }
 
 impl Report {
@@ -135,9 +141,11 @@ impl Report {
         self.outcomes
             .iter()
             .filter_map(|o| {
-                o.error
-                    .as_ref()
-                    .map(|e| format!("{} -> {}: {e}", o.source, o.destination))
+                o.error.as_ref().map(|e| match o.source == o.destination {
+                    // A mirror to disk names each image by its source.
+                    true => format!("{}: {e}", o.source),
+                    false => format!("{} -> {}: {e}", o.source, o.destination),
+                })
             })
             .chain(
                 self.inspected
@@ -206,15 +214,25 @@ pub fn mirror(
         ));
     }
     let workspace = opts.workspace_dir();
+    // A destination that cannot take images is said once the configuration is read, before
+    // the catalogs are (a dry run reports it per image, as what it could not ask).
+    let check_dest = |d: &str| match opts.dry_run {
+        true => Ok(()),
+        false => check_destination(d, &sides.destination),
+    };
     let (cfg, plan, layout_names) = match way {
         Way::FromDisk(dir, dest) => {
             unpack(dir)?;
             let (cfg, listing) = disk::read(dir)?;
             let (plan, names) = disk::plan(&cfg, &listing, dest, opts.max_nested_paths)?;
+            check_dest(dest)?;
             (cfg, plan, names)
         }
         Way::ToRegistry(_) | Way::ToDisk(_) => {
             let cfg = read_config(opts.config.as_deref().unwrap_or(Path::new("")))?;
+            if let Way::ToRegistry(d) = way {
+                check_dest(d)?;
+            }
             let dest = match way {
                 Way::ToRegistry(d) => d.to_string(),
                 _ => String::new(),
@@ -230,6 +248,15 @@ pub fn mirror(
             (cfg, p, Vec::new())
         }
     };
+    for c in &plan.catalogs {
+        progress.report(crate::progress::Event::Note(&plan::pinned_line(c)));
+        // A dry run is a review: why each package's bundles are kept (each bundle's reasons
+        // are in the plan file).
+        for line in plan::why_lines(c).iter().filter(|_| opts.dry_run) {
+            let line = format!("catalog {}: {line}", c.entry.catalog);
+            progress.report(crate::progress::Event::Note(&line));
+        }
+    }
     for op in &cfg.mirror.operators {
         if !op.target_catalog_source_template.is_empty() && !matches!(way, Way::ToDisk(_)) {
             resources::check_template(Path::new(&op.target_catalog_source_template))
@@ -254,10 +281,14 @@ pub fn mirror(
         let plan_json = workspace::plan_json(&report.plan, &report.inspected);
         write(&mut report, &dir.join("mapping.txt"), mapping.as_bytes())?;
         write(&mut report, &dir.join("plan.json"), &pretty(&plan_json))?;
+        report.filtered = workspace::write_filtered(&dir, &report.plan)?;
         if !matches!(way, Way::ToDisk(_)) {
             write_resources(&mut report, &dir.join("cluster-resources"), opts)?;
         }
         return Ok(report);
+    }
+    if !matches!(way, Way::FromDisk(..)) {
+        check_sources(&report.plan, &sides)?;
     }
     let plan_json = pretty(&workspace::plan_json(&report.plan, &[]));
     write(&mut report, &workspace.join("plan.json"), &plan_json)?;
@@ -275,6 +306,11 @@ pub fn mirror(
         &workspace.join("results.json"),
         &pretty(&results),
     )?;
+    if opts.keep_going && !matches!(way, Way::FromDisk(..)) {
+        // Whatever happens to the images, the catalog that would go can be reviewed (from
+        // disk, it is in the layout already).
+        report.filtered = workspace::write_filtered(workspace, &report.plan)?;
+    }
     if !report.failures().is_empty() || report.not_attempted > 0 {
         // A catalog goes only where every image it names is.
         return Ok(report);
@@ -327,6 +363,41 @@ fn transfer_options(opts: &MirrorOptions, way: &Way) -> TransferOptions {
             _ => None,
         },
     }
+}
+
+/// Asks each registry the run reads images from, once, before anything is copied: a problem
+/// of a whole registry (no connection, TLS, refused credentials) is one error naming it, not
+/// one per image.
+fn check_sources(plan: &Plan, sides: &Connections) -> Result<(), Error> {
+    let mut asked = std::collections::BTreeSet::new();
+    for img in &plan.images {
+        if let Ok(r) = crate::image::reference::parse(&img.wanted.source) {
+            if asked.insert(r.registry.clone()) {
+                check_registry(&r, &sides.source)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// [`check_sources`] for the destination `REGISTRY[/PREFIX]`, before the catalogs are read.
+fn check_destination(dest: &str, conn: &Connection) -> Result<(), Error> {
+    match crate::image::reference::parse(&format!("{}/opreg-check", dest.trim_end_matches('/'))) {
+        Ok(r) => check_registry(&r, conn),
+        Err(_) => Ok(()),
+    }
+}
+
+fn check_registry(r: &crate::image::reference::Reference, conn: &Connection) -> Result<(), Error> {
+    crate::registry::Registry::new(r, conn)
+        .and_then(|mut reg| reg.check())
+        .map_err(|e| {
+            Error::failed(format!(
+                "registry {}: {}; nothing was copied",
+                r.registry,
+                crate::text::one_line(&e)
+            ))
+        })
 }
 
 /// Unpacks DIR's archives over it, when it has any (blobs already there are skipped).
@@ -415,13 +486,16 @@ fn to_disk(
         std::fs::read(config).map_err(|e| Error::Usage(format!("{}: {e}", config.display())))?;
     write(report, &dir.join(disk::CONFIG), &config_text)?;
     write(report, &dir.join(disk::LISTING), &text)?;
-    let history = disk::record(dir).map_err(Error::failed)?;
-    report.written.push(dir.join(super::history::FILE));
+    // The run goes into the history only once its archives are complete: a run that fails
+    // or is interrupted while packing leaves its blobs for the next run to pack.
+    let history = disk::with_this_run(dir).map_err(Error::failed)?;
     if cfg.archive_size.is_some() || opts.since.is_some() {
         let packed = disk::pack(dir, &history, opts.since.as_ref(), cfg.archive_size)
             .map_err(Error::failed)?;
         report.archives = packed;
     }
+    super::history::write(dir, &history).map_err(Error::failed)?;
+    report.written.push(dir.join(super::history::FILE));
     Ok(())
 }
 
@@ -482,7 +556,25 @@ fn write_resources(report: &mut Report, dir: &Path, opts: &MirrorOptions) -> Res
         .collect();
     let files = resources::render(&mirrored, &catalogs, opts.max_nested_paths > 0)
         .map_err(Error::failed)?;
+    // The resources are for one destination: a workspace reused for another replaces them,
+    // and says so.
+    let marker = dir.join(".destination");
+    let now = match &opts.destination {
+        Destination::Registry(d) => d.clone(),
+        Destination::Disk(p) => p.display().to_string(),
+    };
+    if let Ok(before) = std::fs::read_to_string(&marker) {
+        if before.trim() != now {
+            report.notes.push(format!(
+                "{}: the cluster resources of the earlier run to {} are replaced by this run's, \
+                 for {now}; give each destination its own --workspace to keep both",
+                dir.display(),
+                before.trim()
+            ));
+        }
+    }
     resources::write(dir, &files).map_err(Error::failed)?;
+    workspace::write_named(&marker, format!("{now}\n").as_bytes()).map_err(Error::failed)?;
     report
         .written
         .extend(files.iter().map(|(name, _)| dir.join(name)));

@@ -57,8 +57,11 @@ pub struct Outcome {
     pub destination: String,
     /// The digest copied (the source's, kept at the destination).
     pub digest: String,
-    /// The destination held it already.
+    /// The destination held it already (found there, or recorded as completed).
     pub already_there: bool,
+    /// Taken as there because the workspace's record of completed images holds it: the
+    /// destination was not asked.
+    pub recorded: bool,
     pub uploaded: usize,
     pub uploaded_bytes: u64,
     pub mounted: usize,
@@ -76,11 +79,21 @@ pub struct Inspected {
     /// Blobs (configs and layers, each once) and their bytes.
     pub blobs: usize,
     pub bytes: u64,
-    /// Blobs the destination has already, and their bytes.
+    /// Blobs the destination has already, and their bytes (when it could be asked).
     pub present: usize,
     pub present_bytes: u64,
+    /// The destination was asked about every blob (false: the source could not be read, or
+    /// the destination did not answer).
+    pub asked: bool,
     pub signatures: Vec<Found>,
     pub error: Option<String>,
+}
+
+impl Inspected {
+    /// Whether the destination holds every blob of the image.
+    pub fn all_there(&self) -> bool {
+        self.asked && self.present == self.blobs
+    }
 }
 
 /// Copies `images`; returns one outcome per image attempted, in the plan's order.
@@ -175,15 +188,18 @@ fn inspect(
         m => images.push(m),
     }
     let blobs = manifest::blobs_of(images).unwrap_or_default();
+    // What the source holds is counted whole before the destination is asked: a destination
+    // that cannot be asked leaves the count of what it has, not of what there is.
+    out.blobs = blobs.len();
+    out.bytes = blobs.iter().map(|(_, size)| size).sum();
     let mut dest = ends::destination(&opts.to, &img.destination, &out.digest, &sides.destination)?;
     for (d, size) in &blobs {
-        out.blobs += 1;
-        out.bytes += size;
         if dest.has_blob(d)? {
             out.present += 1;
             out.present_bytes += size;
         }
     }
+    out.asked = true;
     if !opts.remove_signatures {
         out.signatures = find_signatures(&mut src, &from, &digests, cache, limit)?;
     }
@@ -336,6 +352,7 @@ fn try_copy(
         crate::image::check_signature_policy(std::path::Path::new(&img.wanted.source), p, &digest)?;
     }
     out.already_there = held;
+    out.recorded = matches!(top, Top::Recorded(..));
     if !out.already_there {
         let copied = copy::copy_digest(
             &src.image(&from),

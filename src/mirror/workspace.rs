@@ -1,13 +1,14 @@
-//! The workspace's files: the plan a dry run writes (`dry-run/mapping.txt`, `dry-run/plan.json`)
-//! and the record a run leaves (`mapping.txt`, `plan.json`, `results.json`). Each file is
-//! written whole or not at all (a temporary file renamed into place).
+//! The workspace's files: the plan a dry run writes (`dry-run/mapping.txt`, `dry-run/plan.json`,
+//! `dry-run/catalogs/`) and the record a run leaves (`mapping.txt`, `plan.json`,
+//! `results.json`, and with `--keep-going` `catalogs/`). Each file is written whole or not at
+//! all (a temporary file renamed into place); each filtered catalog, a directory, likewise.
 
 use super::plan::Plan;
 use super::signatures::Found;
 use super::transfer::{Inspected, Outcome};
 use super::MirrorError;
 use serde_json::{json, Value};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Writes `bytes` to `path` whole or not at all (a temporary file beside it, synced and
 /// renamed), mode 0644, creating its directory.
@@ -19,6 +20,35 @@ fn write_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 /// [`write_file`], the error one line naming the file.
 pub fn write_named(path: &Path, bytes: &[u8]) -> Result<(), MirrorError> {
     write_file(path, bytes).map_err(|e| MirrorError::from(format!("{}: {e}", path.display())))
+}
+
+/// Writes each filtered catalog of `plan` as its image will hold it (its FBC, a directory a
+/// package, as `opreg render` writes it) under `dir/catalogs/<path>/<tag>/`, named as the
+/// rebuilt catalog is at the destination (its repository path and tag); an earlier one there
+/// is replaced. Returns each catalog's reference and directory.
+pub fn write_filtered(
+    dir: &Path,
+    plan: &Plan,
+) -> Result<Vec<(String, PathBuf)>, crate::error::Error> {
+    use crate::error::Error;
+    let mut out = Vec::new();
+    for c in &plan.catalogs {
+        let name = super::plan::catalog_destination(&c.entry, &c.digest, "", 0)?;
+        let (path, tag) = name.rsplit_once(':').unwrap_or((name.as_str(), "latest"));
+        let target = dir.join("catalogs").join(path).join(tag);
+        let at = |e: &dyn std::fmt::Display| Error::failed(format!("{}: {e}", target.display()));
+        let parent = crate::atomic::parent(&target);
+        std::fs::create_dir_all(parent).map_err(|e| at(&e))?;
+        let tmp = crate::atomic::Dir::create_in(parent, ".catalog-").map_err(|e| at(&e))?;
+        crate::imagebuild::write_configs(c.catalog.clone(), tmp.path())?;
+        if target.exists() {
+            std::fs::remove_dir_all(&target).map_err(|e| at(&e))?;
+        }
+        tmp.commit(&target, Some(0o755), true)
+            .map_err(|(_, e)| at(&e))?;
+        out.push((c.entry.catalog.clone(), target));
+    }
+    Ok(out)
 }
 
 /// `docker://SOURCE=docker://DESTINATION`, one line per image as the catalog or configuration
@@ -92,6 +122,7 @@ pub fn plan_json(plan: &Plan, inspected: &[Inspected]) -> Value {
                 "addedForDependencies": c.added.iter().map(|a| json!({
                     "package": a.package, "bundle": a.bundle, "reason": a.reason,
                 })).collect::<Vec<_>>(),
+                "why": c.why,
                 "warnings": c.warnings,
             })
         })

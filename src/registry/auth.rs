@@ -73,10 +73,43 @@ pub fn auth_files() -> Vec<PathBuf> {
     out
 }
 
+/// Where to say credentials were looked for, when none were found: each auth file consulted,
+/// `$REGISTRY_AUTH_FILE` by its path, and those that do not exist said so.
+pub fn searched() -> String {
+    let named = std::env::var_os("REGISTRY_AUTH_FILE").filter(|v| !v.is_empty());
+    let files: Vec<String> = auth_files()
+        .iter()
+        .map(|f| {
+            let var = named.as_deref() == Some(f.as_os_str());
+            let missing = !f.exists();
+            match (var, missing) {
+                (true, true) => format!("{} (REGISTRY_AUTH_FILE; it does not exist)", f.display()),
+                (true, false) => format!("{} (REGISTRY_AUTH_FILE)", f.display()),
+                (false, true) => format!("{} (does not exist)", f.display()),
+                (false, false) => f.display().to_string(),
+            }
+        })
+        .collect();
+    match files.is_empty() {
+        true => {
+            "no auth file (REGISTRY_AUTH_FILE, XDG_RUNTIME_DIR, DOCKER_CONFIG and HOME are unset)"
+                .into()
+        }
+        false => files.join(", "),
+    }
+}
+
+/// A credential and the auth file it came from.
+#[derive(Clone, Debug)]
+pub struct Found {
+    pub credential: Credential,
+    pub file: PathBuf,
+}
+
 /// Looks up the credential for `registry` (and `repository`, for per-repository entries) in
 /// the auth files. A file that does not exist is skipped; one that cannot be read or is not a
 /// valid auth file is an error naming it (never its contents), as podman refuses it.
-pub fn lookup(registry: &str, repository: &str) -> anyhow::Result<Option<Credential>> {
+pub fn lookup(registry: &str, repository: &str) -> anyhow::Result<Option<Found>> {
     for f in auth_files() {
         let text = match std::fs::read_to_string(&f) {
             Ok(t) => t,
@@ -86,7 +119,10 @@ pub fn lookup(registry: &str, repository: &str) -> anyhow::Result<Option<Credent
         match find_in_config(&text, registry, repository) {
             Ok(Some(c)) => {
                 tracing::debug!(file = %f.display(), registry, "using credentials from auth file");
-                return Ok(Some(c));
+                return Ok(Some(Found {
+                    credential: c,
+                    file: f,
+                }));
             }
             Ok(None) => {}
             Err(e) => anyhow::bail!("auth file {} is malformed: {e}", f.display()),

@@ -97,6 +97,8 @@ pub struct Registry {
     base: String,
     repository: String,
     credential: Option<Credential>,
+    /// The auth file the credential came from.
+    credential_file: Option<std::path::PathBuf>,
     /// The `Authorization` header that worked last (bearer token or basic).
     authorization: Option<String>,
     /// Tokens are asked for with push rights ([`Registry::for_push`]).
@@ -121,6 +123,11 @@ impl Registry {
         };
         let agent = agents::agent(&reference.registry, &settings)?;
         let scheme = if conn.use_http { "http" } else { "https" };
+        let found = auth::lookup(&reference.registry, &reference.repository)?;
+        let (credential, credential_file) = match found {
+            Some(f) => (Some(f.credential), Some(f.file)),
+            None => (None, None),
+        };
         Ok(Registry {
             transport: Transport {
                 agent,
@@ -130,7 +137,8 @@ impl Registry {
             },
             base: format!("{scheme}://{}", reference.api_host()),
             repository: reference.repository.clone(),
-            credential: auth::lookup(&reference.registry, &reference.repository)?,
+            credential,
+            credential_file,
             authorization: None,
             pushing: false,
             use_http: conn.use_http,
@@ -288,8 +296,9 @@ impl Registry {
         if challenges.iter().any(|c| c.scheme == "basic") {
             let Some(cred) = &self.credential else {
                 return Err(auth::Unauthorized(format!(
-                    "the registry requires credentials and none were found for {} in $REGISTRY_AUTH_FILE, $XDG_RUNTIME_DIR/containers/auth.json, $DOCKER_CONFIG/config.json or ~/.docker/config.json",
-                    self.host()
+                    "the registry {} requires credentials and none were found in {}",
+                    self.host(),
+                    auth::searched()
                 ))
                 .into());
             };
@@ -359,11 +368,7 @@ impl Registry {
         if status == 401 || status == 403 {
             return Err(auth::Unauthorized(format!(
                 "the token service refused {} for {}",
-                if self.credential.is_some() {
-                    "the credentials"
-                } else {
-                    "anonymous access (no credentials found)"
-                },
+                self.whose_credentials(),
                 self.host()
             ))
             .into());
@@ -382,6 +387,44 @@ impl Registry {
             .ok_or_else(|| anyhow!("the token service sent no token"))
     }
 
+    /// Asks the registry's API root (`/v2/`), answering its auth challenge: what is wrong
+    /// with the registry as a whole (no connection, TLS, refused credentials) shows here once,
+    /// before any image is asked for.
+    pub fn check(&mut self) -> Result<()> {
+        let url = format!("{}/v2/", self.base);
+        let resp = self.get(&url, None)?;
+        match resp.status().as_u16() {
+            200..=299 => Ok(()),
+            _ => Err(self.status_error("the API root /v2/", resp)),
+        }
+    }
+
+    /// Whether the registry, asked in plain HTTP for `/v2/`, answers that it speaks TLS.
+    fn speaks_tls(&self) -> bool {
+        let url = format!("{}/v2/", self.base);
+        let Ok(req) = send::request("GET", &url, &[]).body(()) else {
+            return false;
+        };
+        match self.transport.send(req) {
+            Ok(resp) if resp.status() == 400 => {
+                read_limited(resp.into_body().into_reader(), 64 * 1024, "error")
+                    .is_ok_and(|b| String::from_utf8_lossy(&b).contains("HTTPS"))
+            }
+            _ => false,
+        }
+    }
+
+    /// The credentials sent, as an error names them: with the auth file they came from.
+    fn whose_credentials(&self) -> String {
+        match &self.credential_file {
+            Some(f) => format!("the credentials from {}", f.display()),
+            None => format!(
+                "anonymous access (no credentials found in {})",
+                auth::searched()
+            ),
+        }
+    }
+
     /// Turns a non-2xx answer into an error naming what was not found or not allowed.
     pub fn status_error(&self, what: &str, resp: Response) -> anyhow::Error {
         let status = resp.status().as_u16();
@@ -398,23 +441,37 @@ impl Registry {
                     .map(str::to_string)
             })
             .unwrap_or_default();
-        if status == 400 && self.use_http && String::from_utf8_lossy(&body).contains("HTTPS") {
+        // A TLS server asked in plain HTTP answers 400 with a body saying so; a HEAD's answer
+        // has no body, so `/v2/` is asked to tell.
+        if status == 400
+            && self.use_http
+            && (String::from_utf8_lossy(&body).contains("HTTPS") || self.speaks_tls())
+        {
             return anyhow!(
                 "the registry {} speaks TLS (HTTPS) and was asked in plain HTTP: leave out --use-http",
                 self.host()
             );
         }
         match status {
-            401 => anyhow!(
-                "unauthorized: {} for {}",
-                if self.credential.is_some() {
-                    "the registry rejected the credentials"
-                } else {
-                    "the registry requires credentials and none were found"
-                },
-                self.host()
-            ),
+            401 => match self.credential_file.is_some() {
+                true => anyhow!(
+                    "unauthorized: the registry {} rejected {}",
+                    self.host(),
+                    self.whose_credentials()
+                ),
+                false => anyhow!(
+                    "unauthorized: the registry {} requires credentials and none were found in {}",
+                    self.host(),
+                    auth::searched()
+                ),
+            },
             403 => anyhow!("access denied to {} on {}", self.repository, self.host()),
+            405 => anyhow!(
+                "the registry {} refuses writes to {} (HTTP 405 Method Not Allowed for {what}): \
+                 it is read-only, or does not allow this operation",
+                self.host(),
+                self.repository
+            ),
             404 => match code.as_str() {
                 "NAME_UNKNOWN" => {
                     anyhow!(

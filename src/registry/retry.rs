@@ -195,6 +195,9 @@ pub enum TlsProblem {
     PlainHttp,
     /// The certificate did not verify, or the peer refused one.
     Certificate,
+    /// The certificate has expired: when it did (`notAfter`) and the time it was checked at,
+    /// in seconds since the epoch, when rustls says.
+    Expired(Option<(u64, u64)>),
     /// Anything else in the handshake.
     Handshake,
 }
@@ -218,8 +221,13 @@ pub fn tls_problem(e: &ureq::Error) -> Option<TlsProblem> {
 
 fn rustls_problem(e: &rustls::Error) -> TlsProblem {
     use rustls::AlertDescription as A;
+    use rustls::CertificateError as C;
     match e {
         rustls::Error::InvalidMessage(_) => TlsProblem::PlainHttp,
+        rustls::Error::InvalidCertificate(C::ExpiredContext { time, not_after }) => {
+            TlsProblem::Expired(Some((not_after.as_secs(), time.as_secs())))
+        }
+        rustls::Error::InvalidCertificate(C::Expired) => TlsProblem::Expired(None),
         rustls::Error::InvalidCertificate(_)
         | rustls::Error::NoCertificatesPresented
         | rustls::Error::AlertReceived(

@@ -96,6 +96,17 @@ impl Transport {
             Some(TlsProblem::PlainHttp) => anyhow!(
                 "the registry {host} answered in plain HTTP to a TLS request: use --use-http for a plain-HTTP registry"
             ),
+            Some(TlsProblem::Expired(when)) => anyhow!(
+                "the TLS certificate of the registry {host} has expired{}: the registry must renew it (trusting a CA does not help; --skip-tls-verify skips the check)",
+                match when {
+                    Some((not_after, now)) => format!(
+                        " (valid until {}, checked at {})",
+                        crate::text::rfc3339(not_after),
+                        crate::text::rfc3339(now)
+                    ),
+                    None => String::new(),
+                }
+            ),
             Some(TlsProblem::Certificate) => anyhow!(
                 "the TLS certificate of the registry {host} does not verify ({e}): trust its CA with --cert-dir DIR (a DIR/ca.crt), a certs.d directory (/etc/containers/certs.d/{host}/ca.crt) or SSL_CERT_FILE, or pass --skip-tls-verify"
             ),

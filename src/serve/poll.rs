@@ -86,7 +86,11 @@ impl Poll {
             if served.as_deref() == Some(&now) || asked.as_deref() == Some(&now) {
                 continue;
             }
-            tracing::info!(digest = %now, served = ?served, "the image tag moved: reloading");
+            tracing::info!(
+                digest = %now,
+                served = %served.as_deref().unwrap_or("none"),
+                "the image tag moved: reloading"
+            );
             asked = Some(now);
             if tx.send("poll").is_err() {
                 return;

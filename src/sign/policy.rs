@@ -176,9 +176,15 @@ impl Policy {
                         Subject::Registry(n) => Some(*n),
                         Subject::Layout => None,
                     };
-                    accepted(fetched.as_ref().unwrap(), keys, identity, intended, digest).map_err(
-                        |e| Error::from(format!("{e} ({scope} requires sigstoreSigned)")),
-                    )?;
+                    accepted(
+                        fetched.as_ref().unwrap(),
+                        keys,
+                        "the policy's keys",
+                        identity,
+                        intended,
+                        digest,
+                    )
+                    .map_err(|e| Error::from(format!("{e} ({scope} requires sigstoreSigned)")))?;
                 }
             }
         }
@@ -186,20 +192,18 @@ impl Policy {
     }
 }
 
-/// The verdict of one requirement on a registry image, its signatures read already.
-pub fn verdict(
-    r: &Requirement,
+/// Whether one of `sigs` is by one of `keys` (named in the error as `keys_named`, e.g. "the
+/// given key"), for `digest`, with a claimed identity `identity` accepts for `intended`: what
+/// `image verify` asks, with no policy file involved.
+pub fn signed_by(
     sigs: &Signatures,
+    keys: &[VerifyingKey],
+    keys_named: &str,
+    identity: &SignedIdentity,
     intended: &Named,
     digest: &str,
 ) -> Result<(), Error> {
-    match r {
-        Requirement::InsecureAcceptAnything => Ok(()),
-        Requirement::Reject => Err("rejected".into()),
-        Requirement::SigstoreSigned { keys, identity } => {
-            accepted(sigs, keys, identity, Some(intended), digest)
-        }
-    }
+    accepted(sigs, keys, keys_named, identity, Some(intended), digest)
 }
 
 /// Whether one of `sigs` is by one of `keys`, for `digest`, with an identity `identity`
@@ -207,6 +211,7 @@ pub fn verdict(
 fn accepted(
     sigs: &Signatures,
     keys: &[VerifyingKey],
+    keys_named: &str,
     identity: &SignedIdentity,
     intended: Option<&Named>,
     digest: &str,
@@ -223,7 +228,7 @@ fn accepted(
         return Err("unsigned: an OCI layout holds no signatures opreg reads".into());
     };
     // The most telling reason among the signatures tried.
-    let mut best: (u8, String) = (0, "no signature verifies with the policy's keys".into());
+    let mut best: (u8, String) = (0, format!("no signature verifies with {keys_named}"));
     for f in found {
         let verified = base64::engine::general_purpose::STANDARD
             .decode(f.signature.trim())

@@ -138,10 +138,12 @@ fn a_rerun_finds_digest_sources_at_the_destination_and_still_copies_new_signatur
         .collect();
     assert!(sent.is_empty(), "a rerun sends nothing: {sent:#?}");
     // The images are in the workspace's record of what was completed: the destination is asked
-    // only whether it has the signatures found at the source.
+    // once whether it answers at all (its API root, before the work), then only whether it has
+    // the signatures found at the source.
     let dst_asked = requests(&dst_relay.seen.lock().unwrap(), dst_from);
+    assert_eq!(dst_asked.first().map(String::as_str), Some("GET /v2/"));
     assert!(
-        dst_asked
+        dst_asked[1..]
             .iter()
             .all(|r| r.starts_with("HEAD ") && r.ends_with(".sig")),
         "{dst_asked:#?}"
@@ -151,6 +153,8 @@ fn a_rerun_finds_digest_sources_at_the_destination_and_still_copies_new_signatur
     asked.retain(|r| !r.contains("/referrers/"));
     asked.sort();
     let mut want = vec![
+        // The registry, once, before the work.
+        "GET /v2/".to_string(),
         "GET /v2/app/multi/tags/list?n=1000".to_string(),
         "GET /v2/app/single/tags/list?n=1000".to_string(),
         "GET /v2/app/tagged/manifests/v1".to_string(),

@@ -76,26 +76,42 @@ impl Registry {
         Self::start_with(tls, false)
     }
 
+    /// An anonymous plain-HTTP registry in read-only mode: pulls work, every write is answered
+    /// 405 (as a registry under maintenance, or a pull-through cache, answers).
+    pub fn read_only() -> Registry {
+        Self::start_full(false, false, None, true)
+    }
+
     /// An anonymous TLS registry whose certificate `pki`'s private CA signed; with `mtls`, it
     /// also requires a client certificate that CA signed.
     pub fn private_ca(pki: &pki::Pki, mtls: bool) -> Registry {
-        Self::start_full(false, false, Some((pki, mtls)))
+        Self::start_full(false, false, Some((pki, mtls)), false)
     }
 
     fn start_with(tls: bool, token: bool) -> Registry {
-        Self::start_full(tls, token, None)
+        Self::start_full(tls, token, None, false)
     }
 
-    fn start_full(tls: bool, token: bool, private: Option<(&pki::Pki, bool)>) -> Registry {
+    fn start_full(
+        tls: bool,
+        token: bool,
+        private: Option<(&pki::Pki, bool)>,
+        read_only: bool,
+    ) -> Registry {
         need("docker-registry", "docker-registry");
         let dir = tempfile::tempdir().unwrap();
         let port = free_port();
         let token_server = token.then(|| token::TokenServer::start(dir.path()));
         let mut config = format!(
             "version: 0.1\nlog: {{level: error, accesslog: {{disabled: true}}}}\n\
-             storage: {{filesystem: {{rootdirectory: {}}}, delete: {{enabled: true}}}}\n\
+             storage: {{filesystem: {{rootdirectory: {}}}, delete: {{enabled: true}}{}}}\n\
              http: {{addr: 127.0.0.1:{port}",
-            dir.path().join("storage").display()
+            dir.path().join("storage").display(),
+            if read_only {
+                ", maintenance: {readonly: {enabled: true}}"
+            } else {
+                ""
+            }
         );
         if tls {
             need("openssl", "openssl");

@@ -81,6 +81,42 @@ impl Pki {
             dir: dir.to_path_buf(),
         }
     }
+    /// Signs the server's certificate again, expired (valid for one day in January 2020), as a
+    /// registry whose certificate nobody renewed serves it. Call before starting it.
+    pub fn expire_server(&self) {
+        std::fs::write(
+            self.dir.join("ca.cnf"),
+            "[ca]\ndefault_ca = d\n[d]\ndatabase = index.txt\nnew_certs_dir = .\nserial = serial\n\
+             policy = p\ndefault_md = sha256\n[p]\ncommonName = supplied\n",
+        )
+        .unwrap();
+        std::fs::write(self.dir.join("index.txt"), "").unwrap();
+        std::fs::write(self.dir.join("serial"), "1000\n").unwrap();
+        openssl(
+            &[
+                "ca",
+                "-batch",
+                "-config",
+                "ca.cnf",
+                "-cert",
+                "ca.crt",
+                "-keyfile",
+                "ca.key",
+                "-in",
+                "server.csr",
+                "-out",
+                "server.crt",
+                "-startdate",
+                "20200101000000Z",
+                "-enddate",
+                "20200102000000Z",
+                "-extfile",
+                "server.ext",
+                "-notext",
+            ],
+            &self.dir,
+        );
+    }
     pub fn ca(&self) -> PathBuf {
         self.dir.join("ca.crt")
     }
