@@ -62,31 +62,39 @@ pub fn set_exit(exit: fn(i32) -> !) {
     let _ = EXIT.set(exit);
 }
 
-/// How often the watcher of [`exit_on_signal`] looks at its flag.
-const WATCH_EVERY: std::time::Duration = std::time::Duration::from_millis(50);
-
 /// From now on, the first SIGINT or SIGTERM removes the unfinished temporary files, calls
 /// `report` (which says what the interrupted work leaves, and returns the exit code) and ends
-/// the process with that code ([`set_exit`]); a second signal exits with 130 at once. If the
-/// handlers cannot be installed, the signals keep their default action.
+/// the process with that code ([`set_exit`]); a second signal exits with 130 at once. The
+/// watcher sleeps on a socket the signal handler writes to: no polling. If the handlers cannot
+/// be installed, the signals keep their default action.
 pub fn exit_on_signal(report: impl FnOnce() -> i32 + Send + 'static) {
+    use std::io::Read;
+    let Ok((mut woken, wake)) = std::os::unix::net::UnixStream::pair() else {
+        return;
+    };
     let flag = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        // Registered first, so it sees the flag before this signal raises it: only a second
+        // signal exits here.
         let _ = signal_hook::flag::register_conditional_shutdown(sig, 130, flag.clone());
-        if signal_hook::flag::register(sig, flag.clone()).is_err() {
+        let Ok(w) = wake.try_clone() else {
+            return;
+        };
+        if signal_hook::low_level::pipe::register(sig, w).is_err() {
             return;
         }
+        let _ = signal_hook::flag::register(sig, flag.clone());
     }
     let watcher = std::thread::Builder::new()
         .name("interrupt".into())
         .spawn(move || {
-            while !flag.load(Ordering::Relaxed) {
-                std::thread::sleep(WATCH_EVERY);
-            }
-            crate::atomic::remove_unfinished();
-            let code = report();
-            if let Some(exit) = EXIT.get() {
-                exit(code);
+            let mut byte = [0u8; 1];
+            if woken.read(&mut byte).is_ok_and(|n| n > 0) {
+                crate::atomic::remove_unfinished();
+                let code = report();
+                if let Some(exit) = EXIT.get() {
+                    exit(code);
+                }
             }
         });
     if let Err(e) = watcher {

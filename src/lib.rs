@@ -12,13 +12,13 @@
 //! which, and `tests/layers.rs` enforces it):
 //!
 //! * Leaves: [`text`] (Go `%q` quoting, "did you mean"), [`json`] (canonical JSON, Go's
-//!   escaping), [`yaml`] (YAML guards), [`version`] (the blang and Masterminds grammars),
-//!   [`release`] (bundle release versions), [`imageref`] (the docker reference grammar),
-//!   [`digest`] (content digests: parse, validate, compute, verify, cosign's tag form),
-//!   [`atomic`] (putting a file or a tree in place whole), [`duration`] (Go durations),
-//!   [`names`] (DNS-1123 rules), [`sqlite`] (the one read-only open), [`memory`] (allocator
-//!   settings, giving memory back when idle), [`interrupt`] (SIGINT/SIGTERM as a flag),
-//!   [`log_sink`] (where log lines go).
+//!   escaping), [`yaml`] (YAML guards, where keys stand), [`version`] (the blang and
+//!   Masterminds grammars), [`release`] (bundle release versions), [`imageref`] (the docker
+//!   reference grammar), [`digest`] (content digests: parse, validate, compute, verify,
+//!   cosign's tag form), [`atomic`] (putting a file or a tree in place whole), [`duration`] (Go
+//!   durations), [`names`] (DNS-1123 rules), [`sqlite`] (the one read-only open), [`memory`]
+//!   (allocator settings, giving memory back when idle), [`interrupt`] (SIGINT/SIGTERM as a
+//!   flag, or as the end of a command), [`log_sink`] (where log lines go).
 //! * [`model`]: the catalog as plain data. No I/O, no rules.
 //! * [`diag`]: the catalog diagnostic; [`error`]: the error every application function returns.
 //! * [`graph`]: the update-graph rules, once, and upgrade resolution ([`graph::resolve`]).

@@ -175,33 +175,21 @@ fn a_policy_refuses_unsigned_sources_and_sign_key_signs_the_rebuilt_catalog() {
     let (code, _, err) = mirror_with(&policy("tools"), &["--sign-key", key.to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
     assert!(err.contains("catalog signed:"), "{err}");
-    let (code, _, err) = signed_run(
-        &ctx,
-        &[
-            "image",
-            "verify",
-            &format!("{dest}/catalogs/operators:v1"),
-            "--key",
-            public.to_str().unwrap(),
-            "--use-http",
-        ],
-    );
+    // `image verify REF --key cosign.pub [EXTRA...]` at the destination.
+    let verify = |reference: &str, extra: &[&str]| {
+        let r = format!("{dest}/{reference}");
+        let mut args = vec!["image", "verify", &r, "--key", public.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        args.push("--use-http");
+        signed_run(&ctx, &args)
+    };
+    let (code, _, err) = verify("catalogs/operators:v1", &[]);
     assert_eq!(
         code, 0,
         "the rebuilt catalog verifies at the destination: {err}"
     );
     // The source's signature of the additional image travelled with it.
-    let (code, _, err) = signed_run(
-        &ctx,
-        &[
-            "image",
-            "verify",
-            &format!("{dest}/tools/ubi:9"),
-            "--key",
-            public.to_str().unwrap(),
-            "--use-http",
-        ],
-    );
+    let (code, _, err) = verify("tools/ubi:9", &[]);
     assert_eq!(
         code, 1,
         "the copied signature names the source repository: {err}"
@@ -212,19 +200,7 @@ fn a_policy_refuses_unsigned_sources_and_sign_key_signs_the_rebuilt_catalog() {
         "{err}"
     );
     let source_repo = format!("{}/tools/ubi", src.host);
-    let (code, _, err) = signed_run(
-        &ctx,
-        &[
-            "image",
-            "verify",
-            &format!("{dest}/tools/ubi:9"),
-            "--key",
-            public.to_str().unwrap(),
-            "--signed-identity",
-            &source_repo,
-            "--use-http",
-        ],
-    );
+    let (code, _, err) = verify("tools/ubi:9", &["--signed-identity", &source_repo]);
     assert_eq!(code, 0, "--signed-identity names the source: {err}");
 
     // docs/mirror.md's policy for pulling from the mirror: exactRepository with the source
