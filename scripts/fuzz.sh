@@ -55,6 +55,7 @@ targets=(
     signature_policy:8192:
     cosign_key:4096:
     image_mirrors:8192:
+    registries_conf:4096:
 )
 
 # --debug-assertions: integer overflow and debug_assert! count as crashes too.

@@ -70,6 +70,11 @@ fn printed_by() -> Vec<(&'static str, &'static str, Vec<&'static str>)> {
         ("src/registry/mod.rs", "*", registry_commands()),
         ("src/registry/trust.rs", "*", registry_commands()),
         ("src/registry/send.rs", "use-http", registry_commands()),
+        (
+            "src/registry/send.rs",
+            "insecure-registry",
+            registry_commands(),
+        ),
         ("src/registry/send.rs", "cert-dir", registry_commands()),
         (
             "src/registry/send.rs",

@@ -10,6 +10,7 @@ use crate::registry_support::{pki, sha, Registry};
 use std::process::Command;
 
 mod additional;
+mod insecure;
 mod registries;
 mod rerun;
 

@@ -2,7 +2,8 @@
 //! (every registry), `--src-` (the registries images are read from) and `--dest-` (the
 //! registry written to), and [`RegistryArgs`] merges a side's flags onto the plain ones, the
 //! one merge rule: a side's `--*-use-http` and `--*-skip-tls-verify` add to the plain flags,
-//! its `--*-cert-dir` replaces `--cert-dir`.
+//! its `--*-cert-dir` replaces `--cert-dir`. `--insecure-registry` names registries, so it
+//! has no side form: it holds on both.
 
 use crate::registry::{Connection, Connections, DEFAULT_REGISTRY_TIMEOUT};
 use std::path::PathBuf;
@@ -79,6 +80,11 @@ connection_flags!(
 pub struct RegistryArgs {
     #[command(flatten)]
     pub plain: ConnectionFlags,
+    /// A registry (HOST[:PORT]) reached as registries.conf's `insecure = true` says: its
+    /// certificate is not verified, and plain HTTP is used when HTTPS gets no answer; other
+    /// registries keep verified HTTPS. Repeatable; registries.conf's own entries count too.
+    #[arg(long, value_name = "HOST[:PORT]")]
+    pub insecure_registry: Vec<String>,
     /// Longest wait, in seconds, on a registry that sends nothing (connecting, the first byte
     /// of an answer, or a body that stalls); a blob that keeps arriving is never cut.
     #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_REGISTRY_TIMEOUT)]
@@ -120,6 +126,7 @@ impl RegistryArgs {
             skip_tls_verify: plain.skip_tls_verify || side.skip_tls_verify,
             timeout: Duration::from_secs(self.registry_timeout.max(1)),
             cert_dir: side.cert_dir.or(plain.cert_dir).cloned(),
+            insecure_registries: self.insecure_registry.clone(),
             ..Connection::default()
         }
     }

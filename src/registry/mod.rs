@@ -17,6 +17,8 @@
 //! | [`trust`] | whom a connection trusts: roots, the system store, certs.d, `--cert-dir`, mTLS |
 //! | [`retry`] | the one retry loop and policy, decided from typed errors; a blob body resumed |
 //! | [`upload`] | HEAD, mount, streamed and chunked uploads, manifest PUTs |
+//! | [`insecure`] | registries reached without full TLS: `--insecure-registry`, registries.conf |
+//! | [`registries_conf`] | containers' `registries.conf` and its drop-ins, read for `insecure` |
 
 pub use crate::oci::layout_reader::Layout;
 pub use crate::oci::source::{read_limited, BlobSource, Fetched};
@@ -32,7 +34,9 @@ use std::time::Duration;
 
 pub mod agents;
 pub mod auth;
+pub mod insecure;
 mod read;
+pub mod registries_conf;
 pub mod retry;
 mod send;
 pub mod trust;
@@ -46,6 +50,9 @@ pub use read::discard;
 pub struct Connection {
     pub use_http: bool,
     pub skip_tls_verify: bool,
+    /// Registries (`HOST[:PORT]`) reached as registries.conf's `insecure = true` says:
+    /// unverified TLS, or plain HTTP when only that answers ([`insecure`]).
+    pub insecure_registries: Vec<String>,
     pub timeout: Duration,
     /// The registry's CAs (`*.crt`) and client certificate (`NAME.cert`, `NAME.key`), in place
     /// of its certs.d directory.
@@ -62,6 +69,7 @@ impl Default for Connection {
         Connection {
             use_http: false,
             skip_tls_verify: false,
+            insecure_registries: Vec::new(),
             timeout: Duration::from_secs(DEFAULT_REGISTRY_TIMEOUT),
             cert_dir: None,
             retries: Retries::default(),
@@ -116,32 +124,41 @@ impl Registry {
         reference: &crate::image::reference::Reference,
         conn: &Connection,
     ) -> Result<Registry> {
+        let insecure = !conn.use_http
+            && insecure::marked(
+                &conn.insecure_registries,
+                &reference.registry,
+                &reference.repository,
+            )?;
         let settings = agents::Settings {
             cert_dir: conn.cert_dir.as_deref(),
-            skip_tls_verify: conn.skip_tls_verify,
+            skip_tls_verify: conn.skip_tls_verify || insecure,
             timeout: conn.timeout,
         };
         let agent = agents::agent(&reference.registry, &settings)?;
-        let scheme = if conn.use_http { "http" } else { "https" };
+        let transport = Transport {
+            agent,
+            host: reference.registry.clone(),
+            timeout: conn.timeout,
+            deadline: conn.deadline,
+        };
+        let use_http =
+            conn.use_http || (insecure && insecure::plain_http(&transport, reference.api_host()));
+        let scheme = if use_http { "http" } else { "https" };
         let found = auth::lookup(&reference.registry, &reference.repository)?;
         let (credential, credential_file) = match found {
             Some(f) => (Some(f.credential), Some(f.file)),
             None => (None, None),
         };
         Ok(Registry {
-            transport: Transport {
-                agent,
-                host: reference.registry.clone(),
-                timeout: conn.timeout,
-                deadline: conn.deadline,
-            },
+            transport,
             base: format!("{scheme}://{}", reference.api_host()),
             repository: reference.repository.clone(),
             credential,
             credential_file,
             authorization: None,
             pushing: false,
-            use_http: conn.use_http,
+            use_http,
             retries: conn.retries,
         })
     }

@@ -94,7 +94,7 @@ impl Transport {
         }
         match tls_problem(e) {
             Some(TlsProblem::PlainHttp) => anyhow!(
-                "the registry {host} answered in plain HTTP to a TLS request: use --use-http for a plain-HTTP registry"
+                "the registry {host} answered in plain HTTP to a TLS request: use --insecure-registry {host} (or --use-http when every registry is plain HTTP)"
             ),
             Some(TlsProblem::Expired(when)) => anyhow!(
                 "the TLS certificate of the registry {host} has expired{}: the registry must renew it (trusting a CA does not help; --skip-tls-verify skips the check)",
