@@ -56,6 +56,8 @@ targets=(
     cosign_key:4096:
     image_mirrors:8192:
     registries_conf:4096:
+    delete_config:8192:
+    delete_list:8192:
 )
 
 # --debug-assertions: integer overflow and debug_assert! count as crashes too.

@@ -109,6 +109,8 @@ fn printed_by() -> Vec<(&'static str, &'static str, Vec<&'static str>)> {
             all(&["image build", "image push"]),
         ),
         ("src/cli/mirror.rs", "*", all(&["mirror"])),
+        ("src/cli/mirror_delete.rs", "*", all(&["mirror delete"])),
+        ("src/mirror/delete/execute.rs", "*", all(&["mirror delete"])),
         (
             "src/cli/mod.rs",
             "allow-empty",

@@ -10,6 +10,9 @@ use crate::registry_support::{pki, sha, Registry};
 use std::process::Command;
 
 mod additional;
+mod delete;
+mod delete_crash;
+mod delete_space;
 mod insecure;
 mod registries;
 mod rerun;

@@ -11,7 +11,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 #[derive(clap::Args, Debug)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct Args {
+    #[command(subcommand)]
+    pub action: Option<Action>,
     /// oc-mirror v2's ImageSetConfiguration (mirror.openshift.io/v2alpha1): its operators,
     /// additionalImages, blockedImages and archiveSize.
     #[arg(
@@ -27,8 +30,8 @@ pub struct Args {
     pub from: Option<String>,
     /// Where the images go: docker://REGISTRY[/PREFIX], or file://DIR (an OCI layout with the
     /// plan and the configuration, DIR being the workspace).
-    #[arg(value_name = "DESTINATION")]
-    pub destination: String,
+    #[arg(value_name = "DESTINATION", required = true)]
+    pub destination: Option<String>,
     /// Write the plan and copy nothing: WORKSPACE/dry-run/mapping.txt, plan.json (every image,
     /// and why each bundle is kept) and catalogs/ (each filtered catalog as it would be pushed,
     /// to review with `opreg diff SOURCE-CATALOG DIR`), also when images cannot be reached.
@@ -82,6 +85,12 @@ pub struct Args {
     pub sides: Sides,
 }
 
+// What else `mirror` does. (A plain comment: a doc comment would become mirror's about text.)
+#[derive(clap::Subcommand, Debug)]
+pub enum Action {
+    Delete(Box<super::mirror_delete::Args>),
+}
+
 // The connection flags, for both sides or for one, and the catalogs' blob cache.
 #[derive(clap::Args, Debug, Clone)]
 pub struct Sides {
@@ -98,7 +107,10 @@ pub struct Sides {
     pub limits: super::image_args::LimitArgs,
 }
 
-pub fn run(a: Args) -> super::Ended {
+pub fn run(mut a: Args) -> super::Ended {
+    if let Some(Action::Delete(d)) = a.action.take() {
+        return super::mirror_delete::run(*d);
+    }
     let opts = match options(&a) {
         Ok(o) => o,
         Err(e) => return e.into(),
@@ -139,7 +151,7 @@ fn options(a: &Args) -> Result<MirrorOptions, Error> {
     Ok(MirrorOptions {
         config: a.config.clone(),
         from: a.from.as_deref().map(run::parse_from).transpose()?,
-        destination: Destination::parse(&a.destination)?,
+        destination: Destination::parse(a.destination.as_deref().unwrap_or_default())?,
         workspace: a.workspace.clone(),
         since: a.since.clone(),
         image_timeout: Some(a.image_timeout),

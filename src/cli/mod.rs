@@ -18,7 +18,7 @@
 //! | [`validate_images`] | `validate --images`: its flags, findings and summary |
 //! | [`render`], [`render_template`], [`convert_template`], [`init`], [`migrate`] | the authoring commands |
 //! | [`serve`], [`health_probe`], [`opm`] | serving, the health probe, `opm` compatibility |
-//! | [`image`], [`sign`], [`generate`], [`mirror`] | images: build, push, sign, Dockerfile, mirror |
+//! | [`image`], [`sign`], [`generate`], [`mirror`], [`mirror_delete`] | images: build, push, sign, Dockerfile, mirror, mirror delete |
 //! | [`completions`] | shell completions and man pages |
 
 pub mod completions;
@@ -35,6 +35,7 @@ pub mod init;
 pub mod list;
 pub mod migrate;
 pub mod mirror;
+pub mod mirror_delete;
 pub mod opm;
 pub mod output;
 pub mod progress;
@@ -394,6 +395,10 @@ pub fn dispatch(cli: Cli) -> Ended {
 fn left_when_interrupted(c: &Command) -> Option<&'static str> {
     match c {
         Command::Serve(_) | Command::Ingest(_) | Command::HealthProbe(_) => None,
+        Command::Mirror(m) if m.action.is_some() => Some(
+            "every image deleted so far is recorded in the workspace, and the same command \
+             finishes the job",
+        ),
         Command::Mirror(_) => Some(
             "every image completed so far is recorded in the workspace, nothing half-written \
              was left, and the same command goes on from there",

@@ -112,45 +112,121 @@ pub struct BlockedImage {
 /// The sections of oc-mirror's configuration that opreg does not mirror.
 const NOT_MIRRORED: [&str; 3] = ["platform", "helm", "samples"];
 
+/// Which document a configuration is: oc-mirror's `ImageSetConfiguration` (its `mirror:`
+/// section) or its `DeleteImageSetConfiguration` (`delete:`, the same selection without
+/// `blockedImages` and `archiveSize`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Form {
+    Mirror,
+    Delete,
+}
+
+impl Form {
+    fn kind(self) -> &'static str {
+        match self {
+            Form::Mirror => KIND,
+            Form::Delete => DELETE_KIND,
+        }
+    }
+    fn section(self) -> &'static str {
+        match self {
+            Form::Mirror => "mirror",
+            Form::Delete => "delete",
+        }
+    }
+    /// Accepted `apiVersion`s: a delete configuration also as oc-mirror's own delete document
+    /// shows it.
+    fn accepts(self, api: &str) -> bool {
+        api == API_VERSION || (self == Form::Delete && api == OLDER_API_VERSION)
+    }
+}
+
+pub const DELETE_KIND: &str = "DeleteImageSetConfiguration";
+const OLDER_API_VERSION: &str = "mirror.openshift.io/v1alpha2";
+
 /// Parses and validates a configuration (YAML or JSON). The error is every problem found, one
 /// per line, each naming what it is about.
 pub fn parse(text: &str) -> Result<ImageSetConfiguration, MirrorError> {
+    parse_form(text, Form::Mirror)
+}
+
+/// Parses and validates a `DeleteImageSetConfiguration`; its `delete:` section is returned as
+/// the configuration's `mirror` (the same selection rules apply).
+pub fn parse_delete(text: &str) -> Result<ImageSetConfiguration, MirrorError> {
+    parse_form(text, Form::Delete)
+}
+
+fn parse_form(text: &str, form: Form) -> Result<ImageSetConfiguration, MirrorError> {
     let doc: serde_json::Value = yaml_serde::from_str(text)
         .map_err(|e| MirrorError::from(format!("not a YAML document: {e}")))?;
+    let want = form.kind();
     let Some(top) = doc.as_object() else {
-        return Err("not an ImageSetConfiguration: the document is not a mapping".into());
+        return Err(format!("not an {want}: the document is not a mapping").into());
     };
     let api = top.get("apiVersion").and_then(|v| v.as_str()).unwrap_or("");
     let kind = top.get("kind").and_then(|v| v.as_str()).unwrap_or("");
-    if kind != KIND || api != API_VERSION {
+    if kind != want || !form.accepts(api) {
+        let article = if form == Form::Mirror { "an" } else { "a" };
         return Err(MirrorError::from(format!(
-            "not an ImageSetConfiguration of {API_VERSION} (apiVersion {api:?}, kind {kind:?})"
+            "not {article} {want} of {API_VERSION} (apiVersion {api:?}, kind {kind:?})"
         )));
     }
-    if let Some(mirror) = top.get("mirror").and_then(|m| m.as_object()) {
+    let section = form.section();
+    let other = match form {
+        Form::Mirror => Form::Delete.section(),
+        Form::Delete => Form::Mirror.section(),
+    };
+    if top.contains_key(other) {
+        return Err(MirrorError::from(format!(
+            "{other}: is not allowed in {want}"
+        )));
+    }
+    if form == Form::Delete && !top.contains_key(section) {
+        return Err(MirrorError::from(format!(
+            "the {want} has no `{section}` section"
+        )));
+    }
+    if let Some(part) = top.get(section).and_then(|m| m.as_object()) {
         let refused: Vec<&str> = NOT_MIRRORED
             .into_iter()
-            .filter(|s| mirror.get(*s).is_some_and(|v| !is_empty(v)))
+            .filter(|s| part.get(*s).is_some_and(|v| !is_empty(v)))
             .collect();
         if !refused.is_empty() {
             return Err(MirrorError::from(format!(
-                "mirror.{} not supported: opreg mirrors operator catalogs and additional images only",
-                refused.join(", mirror.")
+                "{section}.{} not supported: opreg mirrors operator catalogs and additional images only",
+                refused.join(&format!(", {section}."))
             )));
         }
     }
     let mut cleaned = doc.clone();
-    if let Some(m) = cleaned.get_mut("mirror").and_then(|m| m.as_object_mut()) {
-        for s in NOT_MIRRORED {
-            m.remove(s);
+    let mut unknown = Vec::new();
+    if let Some(o) = cleaned.as_object_mut() {
+        if let Some(mut part) = o.remove(section) {
+            if let Some(m) = part.as_object_mut() {
+                for s in NOT_MIRRORED {
+                    m.remove(s);
+                }
+                // A delete configuration has no blocked images.
+                if form == Form::Delete && m.remove("blockedImages").is_some() {
+                    unknown.push(format!("{section}.blockedImages"));
+                }
+            }
+            o.insert("mirror".into(), part);
+        }
+        if form == Form::Delete && o.remove("archiveSize").is_some() {
+            unknown.push("archiveSize".into());
         }
     }
     // Unknown fields are collected, not refused one at a time: every one is reported, each
     // with its line and column.
-    let mut unknown = Vec::new();
-    let cfg: ImageSetConfiguration =
-        serde_ignored::deserialize(cleaned, |path| unknown.push(path.to_string()))
-            .map_err(|e| MirrorError::from(format!("invalid ImageSetConfiguration: {e}")))?;
+    let cfg: ImageSetConfiguration = serde_ignored::deserialize(cleaned, |path| {
+        let path = path.to_string();
+        unknown.push(match path.strip_prefix("mirror.") {
+            Some(rest) => format!("{section}.{rest}"),
+            None => path,
+        })
+    })
+    .map_err(|e| MirrorError::from(format!("invalid {want}: {e}")))?;
     if !unknown.is_empty() {
         let at = crate::yaml::key_positions(text);
         // In the order they stand in the file.

@@ -157,3 +157,78 @@ fn ranges_are_masterminds_text() {
         semver_ok("v1.2") && semver_ok("1.2.3-rc.1+b") && !semver_ok("1.2.3.4") && !semver_ok("x")
     );
 }
+
+/// oc-mirror's `tests/unit/testdata/delete-isc.yaml`, as it is.
+const OC_MIRROR_DELETE_ISC: &str = "# This config demonstrates how to mirror a version range\n# in the specified channel for an OpenShift release.\n---\napiVersion: mirror.openshift.io/v2alpha1\nkind: DeleteImageSetConfiguration\ndelete:\n  platform:\n    architectures:\n      - \"amd64\"\n    channels:\n      - name: stable-4.14\n        minVersion: 4.14.1\n        maxVersion: 4.12.2\n  operators:\n    - catalog: registry.redhat.io/redhat/redhat-operator-index:v4.12\n      packages:\n      - name: aws-load-balancer-operator\n        channels: \n        - name: stable-v0\n  \n  additionalImages: \n    - name: registry.redhat.io/ubi8/ubi:latest  \n";
+
+#[test]
+fn oc_mirrors_delete_configuration_is_read_without_its_platform_section() {
+    let e = parse_delete(OC_MIRROR_DELETE_ISC).unwrap_err().to_string();
+    assert_eq!(
+        e,
+        "delete.platform not supported: opreg mirrors operator catalogs and additional images only"
+    );
+    let start = OC_MIRROR_DELETE_ISC.find("  platform:").unwrap();
+    let end = OC_MIRROR_DELETE_ISC.find("  operators:").unwrap();
+    let text = format!(
+        "{}{}",
+        &OC_MIRROR_DELETE_ISC[..start],
+        &OC_MIRROR_DELETE_ISC[end..]
+    );
+    let cfg = parse_delete(&text).unwrap();
+    let op = &cfg.mirror.operators[0];
+    assert_eq!(
+        op.catalog,
+        "registry.redhat.io/redhat/redhat-operator-index:v4.12"
+    );
+    assert_eq!(op.packages[0].name, "aws-load-balancer-operator");
+    assert_eq!(op.packages[0].channels[0].name, "stable-v0");
+    assert_eq!(
+        cfg.mirror.additional_images[0].name,
+        "registry.redhat.io/ubi8/ubi:latest"
+    );
+    // oc-mirror's own delete document names v1alpha2.
+    let older = text.replace("v2alpha1", "v1alpha2");
+    assert_eq!(parse_delete(&older).unwrap().mirror, cfg.mirror);
+}
+
+#[test]
+fn a_delete_configuration_refuses_what_oc_mirror_refuses_and_unknown_fields() {
+    let head = "apiVersion: mirror.openshift.io/v2alpha1\nkind: DeleteImageSetConfiguration\n";
+    let e = |body: &str| {
+        parse_delete(&format!("{head}{body}"))
+            .unwrap_err()
+            .to_string()
+    };
+    assert_eq!(
+        e("delete: {}\nmirror: {}\n"),
+        "mirror: is not allowed in DeleteImageSetConfiguration"
+    );
+    assert_eq!(
+        e("remove: {}\n"),
+        "the DeleteImageSetConfiguration has no `delete` section"
+    );
+    let unknown = e("delete:\n  foo: bar\n  blockedImages:\n  - name: x\narchiveSize: 4\n");
+    assert!(
+        unknown.contains("line 4, column 3: delete.foo: unknown field"),
+        "{unknown}"
+    );
+    assert!(
+        unknown.contains("delete.blockedImages: unknown field"),
+        "{unknown}"
+    );
+    assert!(unknown.contains("archiveSize: unknown field"), "{unknown}");
+    let e = parse_delete(
+        "apiVersion: mirror.openshift.io/v2alpha1\nkind: ImageSetConfiguration\nmirror: {}\n",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.starts_with("not a DeleteImageSetConfiguration"), "{e}");
+    // And the mirror form refuses a delete section.
+    let e = parse(
+        "apiVersion: mirror.openshift.io/v2alpha1\nkind: ImageSetConfiguration\ndelete: {}\n",
+    )
+    .unwrap_err()
+    .to_string();
+    assert_eq!(e, "delete: is not allowed in ImageSetConfiguration");
+}

@@ -11,6 +11,7 @@
 //! | [`plan`] | each catalog pinned, read, filtered, completed and validated; the image list |
 //! | [`placements`] | where each blob was sent, kept across runs so that a rerun mounts instead of uploading |
 //! | [`ends`] | the two ends of a copy: registries, or the OCI layout of a mirror to disk, with its naming |
+//! | [`record`] | how the append-only records grow: whole lines, a torn last line ended first |
 //! | [`completed`] | the images runs completed at the destination registry, kept so that a rerun does not ask about them again |
 //! | [`transfer`] | copying the images concurrently, whole and by digest, skipping what is there |
 //! | [`signatures`] | an image's signature, attestation and SBOM tags and referrers at its source |
@@ -20,6 +21,8 @@
 //! | [`disk`] | a mirror on disk (`file://DIR`): its layout, listing, configuration and history, packed into archives and unpacked |
 //! | [`archive`] | opreg's archives for mirror to disk (`mirror_000001.tar`, …): packed deterministically, unpacked with every blob verified |
 //! | [`history`] | the workspace's `history.json`: what each mirror-to-disk run added, and what `--since` packs |
+//! | [`standing`] | what stands at the destination by the workspace's record: catalogs, images, what names each |
+//! | [`delete`] | `mirror delete`: oc-mirror's two phases (generate a `DeleteImageList`, execute it), made safe |
 //! | [`resources`] | the cluster resources oc-mirror v2 writes (IDMS, ITMS, CatalogSource, ClusterCatalog), rendered and written |
 
 /// A mirror configuration, archive, history, listing, template or resource file opreg cannot
@@ -43,6 +46,7 @@ impl From<&str> for MirrorError {
 pub mod archive;
 pub mod completed;
 pub mod config;
+pub mod delete;
 pub mod deps;
 pub mod disk;
 pub mod ends;
@@ -53,8 +57,10 @@ pub mod images;
 pub mod placements;
 pub mod plan;
 pub mod rebuild;
+pub mod record;
 pub mod resources;
 pub mod run;
 pub mod signatures;
+pub mod standing;
 pub mod transfer;
 pub mod workspace;

@@ -323,6 +323,8 @@ pub fn mirror(
         }
     }
     if !matches!(way, Way::ToDisk(_)) {
+        super::standing::record(workspace, &report.plan, &report.rebuilt, &report.outcomes)
+            .map_err(|e| Error::failed(e.to_string()))?;
         write_resources(&mut report, &workspace.join("cluster-resources"), opts)?;
     }
     Ok(report)

@@ -17,6 +17,7 @@
 //! | [`trust`] | whom a connection trusts: roots, the system store, certs.d, `--cert-dir`, mTLS |
 //! | [`retry`] | the one retry loop and policy, decided from typed errors; a blob body resumed |
 //! | [`upload`] | HEAD, mount, streamed and chunked uploads, manifest PUTs |
+//! | `delete.rs` | DELETE of a manifest by digest, and the probe for a registry that refuses deletes |
 //! | [`insecure`] | registries reached without full TLS: `--insecure-registry`, registries.conf |
 //! | [`registries_conf`] | containers' `registries.conf` and its drop-ins, read for `insecure` |
 
@@ -34,6 +35,7 @@ use std::time::Duration;
 
 pub mod agents;
 pub mod auth;
+mod delete;
 pub mod insecure;
 mod read;
 pub mod registries_conf;
@@ -41,6 +43,7 @@ pub mod retry;
 mod send;
 pub mod trust;
 pub mod upload;
+pub use delete::Deleted;
 pub use read::discard;
 
 /// How to reach one side's registries: each [`Registry`] made with it reads its trust from

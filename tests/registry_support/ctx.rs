@@ -38,7 +38,9 @@ impl Ctx {
     pub fn cmd(&self, args: &[&str], env: &[(&str, &Path)]) -> Command {
         let mut c = Command::new(common::bin());
         c.args(args);
-        if args.first() == Some(&"mirror") && !args.iter().any(|a| a.starts_with("--workspace")) {
+        // (`mirror delete` finds its workspace from its list.)
+        let mirrors = args.first() == Some(&"mirror") && args.get(1) != Some(&"delete");
+        if mirrors && !args.iter().any(|a| a.starts_with("--workspace")) {
             c.arg("--workspace").arg(self.path("workspace"));
         }
         c.env("HOME", self.path("home"))

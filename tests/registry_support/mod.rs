@@ -42,6 +42,30 @@ fn need(tool: &str, package: &str) {
     );
 }
 
+/// Starts `docker-registry serve DIR/config.yml`, its output appended to DIR/registry.log.
+fn spawn(dir: &std::path::Path) -> Child {
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join("registry.log"))
+        .unwrap();
+    Command::new("docker-registry")
+        .arg("serve")
+        .arg(dir.join("config.yml"))
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .spawn()
+        .expect("start docker-registry")
+}
+
+/// How a registry's storage is configured.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Normal,
+    ReadOnly,
+    NoDeletes,
+}
+
 /// A running registry, stopped (and its storage removed) on drop.
 pub struct Registry {
     child: Child,
@@ -79,24 +103,30 @@ impl Registry {
     /// An anonymous plain-HTTP registry in read-only mode: pulls work, every write is answered
     /// 405 (as a registry under maintenance, or a pull-through cache, answers).
     pub fn read_only() -> Registry {
-        Self::start_full(false, false, None, true)
+        Self::start_full(false, false, None, Mode::ReadOnly)
+    }
+
+    /// An anonymous plain-HTTP registry as distribution ships: deletes not enabled (a DELETE
+    /// is answered 405 UNSUPPORTED).
+    pub fn without_deletes() -> Registry {
+        Self::start_full(false, false, None, Mode::NoDeletes)
     }
 
     /// An anonymous TLS registry whose certificate `pki`'s private CA signed; with `mtls`, it
     /// also requires a client certificate that CA signed.
     pub fn private_ca(pki: &pki::Pki, mtls: bool) -> Registry {
-        Self::start_full(false, false, Some((pki, mtls)), false)
+        Self::start_full(false, false, Some((pki, mtls)), Mode::Normal)
     }
 
     fn start_with(tls: bool, token: bool) -> Registry {
-        Self::start_full(tls, token, None, false)
+        Self::start_full(tls, token, None, Mode::Normal)
     }
 
     fn start_full(
         tls: bool,
         token: bool,
         private: Option<(&pki::Pki, bool)>,
-        read_only: bool,
+        mode: Mode,
     ) -> Registry {
         need("docker-registry", "docker-registry");
         let dir = tempfile::tempdir().unwrap();
@@ -104,10 +134,11 @@ impl Registry {
         let token_server = token.then(|| token::TokenServer::start(dir.path()));
         let mut config = format!(
             "version: 0.1\nlog: {{level: error, accesslog: {{disabled: true}}}}\n\
-             storage: {{filesystem: {{rootdirectory: {}}}, delete: {{enabled: true}}{}}}\n\
+             storage: {{filesystem: {{rootdirectory: {}}}, delete: {{enabled: {}}}{}}}\n\
              http: {{addr: 127.0.0.1:{port}",
             dir.path().join("storage").display(),
-            if read_only {
+            mode != Mode::NoDeletes,
+            if mode == Mode::ReadOnly {
                 ", maintenance: {readonly: {enabled: true}}"
             } else {
                 ""
@@ -163,14 +194,7 @@ impl Registry {
         }
         let cfg = dir.path().join("config.yml");
         std::fs::write(&cfg, config).unwrap();
-        let log = std::fs::File::create(dir.path().join("registry.log")).unwrap();
-        let child = Command::new("docker-registry")
-            .arg("serve")
-            .arg(&cfg)
-            .stdout(log.try_clone().unwrap())
-            .stderr(log)
-            .spawn()
-            .expect("start docker-registry");
+        let child = spawn(dir.path());
         let client_cert = private.filter(|(_, mtls)| *mtls).map(|(pki, _)| {
             let cert = std::fs::read(pki.dir.join("client.crt")).unwrap();
             let key = std::fs::read(pki.dir.join("client.key")).unwrap();
@@ -228,6 +252,36 @@ impl Registry {
             );
             std::thread::sleep(Duration::from_millis(50));
         }
+    }
+
+    /// distribution's garbage collection as its documentation says to run it: the registry
+    /// stopped, `garbage-collect CONFIG` (without `--delete-untagged`), then started again on
+    /// the same port and storage.
+    pub fn collect_garbage(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let out = Command::new("docker-registry")
+            .arg("garbage-collect")
+            .arg(self.dir.path().join("config.yml"))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "garbage-collect: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        self.child = spawn(self.dir.path());
+        self.wait_up();
+    }
+
+    /// The bytes the registry's storage holds.
+    pub fn storage_bytes(&self) -> u64 {
+        walkdir::WalkDir::new(self.dir.path().join("storage"))
+            .into_iter()
+            .filter_map(Result::ok)
+            .filter(|e| e.file_type().is_file())
+            .map(|e| e.metadata().map(|m| m.len()).unwrap_or(0))
+            .sum()
     }
 
     pub fn host(&self) -> String {
