@@ -204,14 +204,14 @@ pub fn execute(opts: &ExecuteOptions, progress: &dyn Progress) -> Result<Report,
         let in_use = in_use(&standing, &completed, &dest);
         match delete_one(&c.reference, recorded.as_deref(), &in_use, conn) {
             Ok(Gone::Now(digests)) => {
-                records.gone(&dest, &digests, &c.reference);
+                records.gone(&dest, &digests[0], &c.reference);
                 standing.delete(&dest, &digests[0]);
                 signed.push((c.reference.clone(), digests));
                 report.deleted.push(dest.clone());
             }
             Ok(Gone::Already) => {
                 if let Some(d) = &recorded {
-                    records.gone(&dest, std::slice::from_ref(d), &c.reference);
+                    records.gone(&dest, d, &c.reference);
                     standing.delete(&dest, d);
                 }
                 report.already_gone.push(dest.clone());
@@ -543,11 +543,9 @@ impl Records {
 
     /// The image at `dest` is gone: the record of completed images forgets it (a later run
     /// copies it again), and no blob is mounted from its repository on a placement's word.
-    fn gone(&self, dest: &str, digests: &[String], r: &Reference) {
+    fn gone(&self, dest: &str, digest: &str, r: &Reference) {
         // A lost line costs a question to the destination on the next run, or an upload.
-        for d in digests.iter().take(1) {
-            let _ = crate::mirror::completed::append_gone(&self.completed, dest, d);
-        }
+        let _ = crate::mirror::completed::append_gone(&self.completed, dest, digest);
         if self.placements.exists() {
             let _ = crate::mirror::placements::forget(&self.placements, &r.registry, &r.repository);
         }
