@@ -160,17 +160,12 @@ fn run_inner(a: &Args) -> Result<super::Ended, Error> {
         dry_run: a.dry_run,
         image,
     };
-    let bar = Drawer::mirror(a.quiet);
+    let bar = Drawer::images(a.quiet, "deleting");
     let result = execute::execute(&opts, &bar);
     drop(bar);
     let r = result?;
-    for (d, why) in &r.kept {
-        note(format!("kept: {d} (needed by {})", why.join("; ")));
-    }
-    for (d, e) in &r.failed {
-        output::error(format!("{d}: {e}"));
-    }
     if a.dry_run {
+        kept_and_failed(&r, &note);
         note(format!(
             "dry run: {} to delete, {} kept, {} to rebuild; nothing was changed",
             count(r.deleted.len(), "image", "images"),
@@ -179,6 +174,26 @@ fn run_inner(a: &Args) -> Result<super::Ended, Error> {
         ));
         return Ok(super::Ended::Done);
     }
+    Ok(match summary(&r, &note) {
+        true => super::Ended::Done,
+        false => super::Ended::Reported,
+    })
+}
+
+/// Each image kept (with what needs it) and each failure.
+fn kept_and_failed(r: &execute::Report, note: &dyn Fn(String)) {
+    for (d, why) in &r.kept {
+        note(format!("kept: {d} (needed by {})", why.join("; ")));
+    }
+    for (d, e) in &r.failed {
+        output::error(format!("{d}: {e}"));
+    }
+}
+
+/// The summary of an executed deletion (`mirror delete`, `mirror --prune`); whether
+/// everything listed was done.
+pub(super) fn summary(r: &execute::Report, note: &dyn Fn(String)) -> bool {
+    kept_and_failed(r, note);
     for c in &r.catalogs_rebuilt {
         note(format!("catalog rebuilt and pushed: {c}"));
     }
@@ -203,12 +218,10 @@ fn run_inner(a: &Args) -> Result<super::Ended, Error> {
             count(r.not_attempted, "image", "images")
         ));
     }
-    if r.deleted.is_empty() && r.failed.is_empty() {
-        return Ok(super::Ended::Done);
+    if !r.deleted.is_empty() || !r.failed.is_empty() {
+        note(
+            "storage is freed only by the registry's garbage collector: see docs/mirror.md".into(),
+        );
     }
-    note("storage is freed only by the registry's garbage collector: see docs/mirror.md".into());
-    Ok(match r.failed.is_empty() && r.not_attempted == 0 {
-        true => super::Ended::Done,
-        false => super::Ended::Reported,
-    })
+    r.failed.is_empty() && r.not_attempted == 0
 }

@@ -70,6 +70,11 @@ impl Drawer {
     /// terminal (a CI job, a pod), where a mirror runs for minutes to hours, one log line a
     /// catalog pinned and an image done, in text as in JSON.
     pub fn mirror(quiet: bool) -> Drawer {
+        Drawer::images(quiet, "mirroring")
+    }
+
+    /// Images done of total, `verb` first ("deleting"), as [`Drawer::mirror`] draws them.
+    pub fn images(quiet: bool, verb: &str) -> Drawer {
         let mode = match Mode::of(quiet) {
             Mode::Nothing if !quiet => Mode::Lines,
             m => m,
@@ -77,7 +82,7 @@ impl Drawer {
         let bar = (mode == Mode::Drawn).then(|| {
             let pb = styled(
                 indicatif::ProgressBar::new(0),
-                "mirroring {bar:25} {pos}/{len} images {msg}",
+                &format!("{verb} {{bar:25}} {{pos}}/{{len}} images {{msg}}"),
             );
             pb.enable_steady_tick(Duration::from_millis(200));
             pb
@@ -159,7 +164,10 @@ impl Drawer {
             Event::ImageStarted(name) => {
                 let b = self.bytes.load(Ordering::Relaxed);
                 let rate = b as f64 / self.start.elapsed().as_secs_f64().max(0.001);
-                let msg = format!("{} ({}/s) {name}", human(b), human(rate as u64));
+                let msg = match b {
+                    0 => name.to_string(),
+                    _ => format!("{} ({}/s) {name}", human(b), human(rate as u64)),
+                };
                 self.with_bar(|pb| pb.set_message(msg));
             }
             Event::Bytes(n) => {

@@ -167,6 +167,28 @@ impl Standing {
             .insert(destination.to_string(), digest.to_string());
     }
 
+    /// A catalog or image standing in `destination`'s repository with `digest`, other than
+    /// `destination` and those `going` says go: a DELETE of `digest` would take its tag too.
+    pub fn sharing(
+        &self,
+        destination: &str,
+        digest: &str,
+        going: &dyn Fn(&str) -> bool,
+    ) -> Option<String> {
+        let repo = repository_of(destination);
+        let catalogs = self.catalogs.iter().map(|(d, c)| (d, &c.digest, "catalog"));
+        let images = self.images.iter().map(|(d, i)| (d, &i.digest, "image"));
+        catalogs
+            .chain(images)
+            .find(|(d, dg, _)| {
+                d.as_str() != destination
+                    && dg.as_str() == digest
+                    && repository_of(d) == repo
+                    && !going(d)
+            })
+            .map(|(d, _, what)| format!("the {what} {d}, which has the same digest"))
+    }
+
     /// The (repository, digest) of an image's destination reference.
     pub fn key(destination: &str, digest: &str) -> (String, String) {
         (repository_of(destination).to_string(), digest.to_string())

@@ -36,6 +36,28 @@ fn render(ctx: &Ctx, reference: &str) -> String {
     out
 }
 
+/// The packages `opreg serve CATALOG` lists to grpcurl (ListPackages), sorted.
+pub(super) fn served_packages(catalog: &str) -> Vec<String> {
+    let server = crate::common::Server::start(&[catalog, "--use-http"]);
+    let (code, out, err) = crate::common::grpcurl_with(
+        &[
+            "-plaintext",
+            "-d",
+            "{}",
+            &format!("127.0.0.1:{}", server.port),
+            "api.Registry/ListPackages",
+        ],
+        "",
+    );
+    assert_eq!(code, 0, "grpcurl: {err}");
+    let mut names: Vec<String> = serde_json::Deserializer::from_str(&out)
+        .into_iter::<serde_json::Value>()
+        .map(|v| v.unwrap()["name"].as_str().unwrap().to_string())
+        .collect();
+    names.sort();
+    names
+}
+
 /// Mirrors the source's standard configuration to `dest`; returns the workspace.
 pub(super) fn mirror_all(ctx: &Ctx, src: &Source, dest: &str) -> PathBuf {
     let cfg = src.config(&ctx.path(""), &src.catalog(), "");
@@ -159,6 +181,7 @@ fn generate_review_execute_deletes_exactly_the_listed_images_and_their_signature
     );
     let (code, _, err) = ctx.run(&["validate", "--use-http", &catalog]);
     assert_eq!(code, 0, "{err}");
+    assert_eq!(served_packages(&catalog), ["dep"]);
     // The same command again: nothing left to do, nothing else deleted.
     let (code, _, err) = delete(
         &ctx,

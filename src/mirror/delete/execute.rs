@@ -155,6 +155,10 @@ pub fn execute(opts: &ExecuteOptions, progress: &dyn Progress) -> Result<Report,
                 crate::text::one_line(&e)
             ))
         })?;
+    // Done / total: the catalogs rebuilt, then the images.
+    progress.report(Event::Images(
+        changes.iter().filter(|c| !c.whole).count() + items.len(),
+    ));
     let records = Records::new(&workspace);
     let completed = crate::mirror::completed::read(&records.completed);
     // Catalogs first: no catalog tag names a bundle whose images are deleted.
@@ -191,7 +195,11 @@ pub fn execute(opts: &ExecuteOptions, progress: &dyn Progress) -> Result<Report,
         }
         let dest = dest_of(c).to_string();
         if let Some(why) = keep_reason(c, &standing, &needed, &whole) {
-            report.kept.push((dest, why));
+            report.kept.push((dest.clone(), why));
+            progress.report(Event::ImageDone {
+                name: &dest,
+                ok: true,
+            });
             continue;
         }
         progress.report(Event::ImageStarted(&dest));
@@ -378,12 +386,16 @@ fn keep_reason(
     whole: &BTreeSet<&str>,
 ) -> Option<Vec<String>> {
     let dest = dest_of(c);
-    if standing.catalogs.contains_key(dest) {
-        return (!whole.contains(dest)).then(|| {
-            vec![
+    if let Some(catalog) = standing.catalogs.get(dest) {
+        if !whole.contains(dest) {
+            return Some(vec![
                 "a catalog is deleted only when the configuration names it with no packages".into(),
-            ]
-        });
+            ]);
+        }
+        let going = |d: &str| whole.contains(d);
+        return standing
+            .sharing(dest, &catalog.digest, &going)
+            .map(|by| vec![by]);
     }
     let img = standing.images.get(dest)?;
     needed.get(&Standing::key(dest, &img.digest)).cloned()
@@ -509,16 +521,7 @@ fn rebuild_one(
         None if current != ch.digest => Some(ch.digest.clone()),
         None => None,
     };
-    let repo = crate::mirror::standing::repository_of(&ch.destination);
-    let shared = |old: &str| {
-        let catalogs = standing.catalogs.iter().map(|(d, c)| (d, &c.digest));
-        let images = standing.images.iter().map(|(d, i)| (d, &i.digest));
-        catalogs.chain(images).any(|(d, digest)| {
-            d != &ch.destination
-                && digest == old
-                && crate::mirror::standing::repository_of(d) == repo
-        })
-    };
+    let shared = |old: &str| standing.sharing(&ch.destination, old, &|_| false).is_some();
     if let Some(old) = superseded.filter(|o| !shared(o)) {
         Registry::new(&r, conn)
             .and_then(|mut reg| reg.delete_manifest(&old))

@@ -65,7 +65,10 @@ pub fn plan(
         .iter()
         .map(|a| a.name.as_str())
         .collect();
-    decide(standing, &mut out, &additional, &base);
+    let changes = out.catalogs.clone();
+    decide(standing, &mut out, &base, &|_, owner, img| {
+        goes(owner, &changes, &img.source, &additional)
+    });
     Ok(out)
 }
 
@@ -80,8 +83,8 @@ fn intersect(a: &Bundles, b: &Bundles) -> Bundles {
         .collect()
 }
 
-/// Whether `owner` goes with the plan's catalog changes or its additional images.
-fn goes(owner: &Owner, plan: &DeletePlan, source: &str, additional: &BTreeSet<&str>) -> bool {
+/// Whether `owner` goes with the catalog changes or the additional images.
+fn goes(owner: &Owner, changes: &[Change], source: &str, additional: &BTreeSet<&str>) -> bool {
     match owner {
         Owner::Additional => additional.contains(source),
         Owner::Bundle {
@@ -89,7 +92,7 @@ fn goes(owner: &Owner, plan: &DeletePlan, source: &str, additional: &BTreeSet<&s
             package,
             bundle,
             ..
-        } => plan.catalogs.iter().any(|c| {
+        } => changes.iter().any(|c| {
             &c.destination == catalog && c.removed.get(package).is_some_and(|b| b.contains(bundle))
         }),
     }
@@ -111,27 +114,31 @@ pub fn owner_line(o: &Owner) -> String {
     }
 }
 
-/// Sorts every image an owner of which goes into deleted (nothing else names it, nor its
-/// digest in its repository) and kept (with what still needs it).
-fn decide(standing: &Standing, plan: &mut DeletePlan, additional: &BTreeSet<&str>, base: &str) {
+/// Whether an owner of the image at a destination goes (`goes(destination, owner, image)`).
+pub type Goes<'a> = dyn Fn(&str, &Owner, &crate::mirror::standing::Image) -> bool + 'a;
+
+/// Sorts every image under `base` an owner of which goes into deleted (nothing else names it,
+/// nor its digest in its repository) and kept (with what still needs it); then the catalogs
+/// the plan deletes whole, unless a catalog or image that stays has the same digest in the
+/// same repository (a DELETE by digest would take its tag too).
+pub fn decide(standing: &Standing, plan: &mut DeletePlan, base: &str, goes: &Goes) {
     // (repository, digest) -> what still names any image of it.
     let mut needed: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
     let mut touched: Vec<(&String, &crate::mirror::standing::Image, ItemType)> = Vec::new();
     for (dest, img) in &standing.images {
-        let (going, staying): (Vec<&Owner>, Vec<&Owner>) = img
-            .named_by
-            .iter()
-            .partition(|o| goes(o, plan, &img.source, additional));
+        let (going, staying): (Vec<&Owner>, Vec<&Owner>) =
+            img.named_by.iter().partition(|o| goes(dest, o, img));
         let key = Standing::key(dest, &img.digest);
         let still: Vec<String> = staying.iter().map(|o| owner_line(o)).collect();
         if !still.is_empty() || going.is_empty() || !dest.starts_with(base) {
             needed.entry(key).or_default().extend(still);
         }
         if let Some(first) = going.first() {
+            // An additional image's owner goes only with a `generic` item.
             let kind = match first {
-                Owner::Additional => ItemType::Generic,
+                _ if going.contains(&&Owner::Additional) => ItemType::Generic,
                 Owner::Bundle { related: true, .. } => ItemType::OperatorRelatedImage,
-                Owner::Bundle { .. } => ItemType::OperatorBundle,
+                _ => ItemType::OperatorBundle,
             };
             touched.push((dest, img, kind));
         }
@@ -160,14 +167,31 @@ fn decide(standing: &Standing, plan: &mut DeletePlan, additional: &BTreeSet<&str
             }),
         }
     }
+    let whole: BTreeSet<&str> = plan
+        .catalogs
+        .iter()
+        .filter(|c| c.whole)
+        .map(|c| c.destination.as_str())
+        .collect();
+    let mut catalogs = Vec::new();
     for c in plan.catalogs.iter().filter(|c| c.whole) {
-        plan.delete.push(Planned {
-            destination: c.destination.clone(),
-            digest: c.digest.clone(),
-            source: c.source.clone(),
-            kind: ItemType::OperatorCatalog,
-        });
+        let going = |d: &str| whole.contains(d);
+        match standing.sharing(&c.destination, &c.digest, &going) {
+            Some(by) => plan.kept.push(Kept {
+                destination: c.destination.clone(),
+                digest: c.digest.clone(),
+                source: c.source.clone(),
+                needed_by: vec![by],
+            }),
+            None => catalogs.push(Planned {
+                destination: c.destination.clone(),
+                digest: c.digest.clone(),
+                source: c.source.clone(),
+                kind: ItemType::OperatorCatalog,
+            }),
+        }
     }
+    plan.delete.extend(catalogs);
 }
 
 /// The list's items for `plan`.
