@@ -67,6 +67,7 @@ fn printed_by() -> Vec<(&'static str, &'static str, Vec<&'static str>)> {
         ("src/imagecheck/rules.rs", "*", all(&["validate"])),
         ("src/mirror/history.rs", "*", all(&["mirror"])),
         ("src/mirror/run.rs", "*", all(&["mirror"])),
+        ("src/mirror/destination.rs", "*", all(&["mirror"])),
         ("src/registry/mod.rs", "*", registry_commands()),
         ("src/registry/trust.rs", "*", registry_commands()),
         ("src/registry/send.rs", "use-http", registry_commands()),

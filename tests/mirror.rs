@@ -14,6 +14,7 @@ mod delete;
 mod delete_crash;
 mod delete_space;
 mod insecure;
+mod prune;
 mod registries;
 mod rerun;
 

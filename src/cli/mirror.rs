@@ -78,6 +78,11 @@ pub struct Args {
     /// The key's passphrase, from this file [default: $COSIGN_PASSWORD, else a prompt].
     #[arg(long, value_name = "FILE", requires = "sign_key")]
     pub passphrase_file: Option<PathBuf>,
+    /// After a complete run, delete what earlier runs of this workspace mirrored and this
+    /// configuration no longer selects, by mirror delete's rules (nothing anything kept names);
+    /// with --dry-run, only write the list (WORKSPACE/delete/delete-images-prune.yaml).
+    #[arg(long)]
+    pub prune: bool,
     /// Print only errors.
     #[arg(short, long)]
     pub quiet: bool,
@@ -164,6 +169,7 @@ fn options(a: &Args) -> Result<MirrorOptions, Error> {
         catalog_base: a.catalog_base.clone(),
         remove_signatures: a.remove_signatures,
         sign_key,
+        prune: a.prune,
     })
 }
 
@@ -268,6 +274,7 @@ fn summary(r: &Report, opts: &MirrorOptions, quiet: bool) -> super::Ended {
     for f in &failures {
         output::error(f);
     }
+    let pruned = r.pruned.as_ref().is_none_or(|p| pruned(p, opts, &note));
     for (catalog, dir) in &r.filtered {
         note(format!(
             "filtered catalog of {catalog}: {} (review it with `opreg diff {catalog} {}`)",
@@ -298,9 +305,45 @@ fn summary(r: &Report, opts: &MirrorOptions, quiet: bool) -> super::Ended {
             }
         ));
     }
-    if failures.is_empty() && r.not_attempted == 0 {
+    if failures.is_empty() && r.not_attempted == 0 && pruned {
         super::Ended::Done
     } else {
         super::Ended::Reported
+    }
+}
+
+/// What the run left behind: counted with the command that deletes it, listed (`--dry-run
+/// --prune`), or deleted (`--prune`); whether the prune, if any, was whole.
+fn pruned(p: &crate::mirror::prune::Pruned, opts: &MirrorOptions, note: &dyn Fn(String)) -> bool {
+    let images = count(p.plan.delete.len(), "image", "images");
+    if let Some(e) = &p.error {
+        output::error(format!("--prune: {e}"));
+        return false;
+    }
+    match (&p.list, &p.executed) {
+        (None, _) => {
+            let config = opts
+                .config
+                .as_deref()
+                .map_or(String::new(), |c| format!(" --config {}", c.display()));
+            let dest = match &opts.destination {
+                Destination::Registry(d) => format!("docker://{d}"),
+                Destination::Disk(d) => format!("file://{}", d.display()),
+            };
+            note(format!(
+                "{images} mirrored earlier by this workspace are no longer selected; `opreg mirror{config} --workspace {} --prune {dest}` deletes them (with --dry-run, lists them)",
+                opts.workspace.display()
+            ));
+            true
+        }
+        (Some(list), None) => {
+            note(format!(
+                "--prune: {images} to delete, {} kept; wrote {} (run without --dry-run to delete them)",
+                p.plan.kept.len(),
+                list.display(),
+            ));
+            true
+        }
+        (Some(_), Some(r)) => super::mirror_delete::summary(r, note),
     }
 }

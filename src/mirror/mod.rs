@@ -17,12 +17,14 @@
 //! | [`signatures`] | an image's signature, attestation and SBOM tags and referrers at its source |
 //! | [`rebuild`] | the filtered catalog's image, rebuilt on its source image and pushed |
 //! | [`workspace`] | the plan and the run's record as files |
+//! | [`destination`] | where a mirror goes, as the command line names it (`docker://`, `file://`, `--from`) |
 //! | [`run`] | the whole mirror, in order |
 //! | [`disk`] | a mirror on disk (`file://DIR`): its layout, listing, configuration and history, packed into archives and unpacked |
 //! | [`archive`] | opreg's archives for mirror to disk (`mirror_000001.tar`, …): packed deterministically, unpacked with every blob verified |
 //! | [`history`] | the workspace's `history.json`: what each mirror-to-disk run added, and what `--since` packs |
 //! | [`standing`] | what stands at the destination by the workspace's record: catalogs, images, what names each |
 //! | [`delete`] | `mirror delete`: oc-mirror's two phases (generate a `DeleteImageList`, execute it), made safe |
+//! | [`prune`] | `mirror --prune`: what earlier runs mirrored and this run no longer selects, deleted by `delete`'s rules |
 //! | [`resources`] | the cluster resources oc-mirror v2 writes (IDMS, ITMS, CatalogSource, ClusterCatalog), rendered and written |
 
 /// A mirror configuration, archive, history, listing, template or resource file opreg cannot
@@ -48,6 +50,7 @@ pub mod completed;
 pub mod config;
 pub mod delete;
 pub mod deps;
+pub mod destination;
 pub mod disk;
 pub mod ends;
 pub mod filter;
@@ -56,6 +59,7 @@ pub mod history;
 pub mod images;
 pub mod placements;
 pub mod plan;
+pub mod prune;
 pub mod rebuild;
 pub mod record;
 pub mod resources;

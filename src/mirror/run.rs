@@ -7,9 +7,11 @@
 //! plan fails; no catalog is pushed when one of its images failed.
 
 use super::config::{self, ImageSetConfiguration};
+pub use super::destination::{parse_from, Destination};
 use super::disk;
 use super::history::Date;
 use super::plan::{self, Plan, PlanOptions};
+use super::prune;
 use super::rebuild::{self, RebuildOptions, Rebuilt};
 use super::resources::{self, CatalogResource, Mirrored};
 use super::transfer::{self, End, Inspected, Outcome, TransferOptions};
@@ -19,55 +21,6 @@ use crate::image::reference::ImageSource;
 use crate::progress::Progress;
 use crate::registry::{Connection, Connections};
 use std::path::{Path, PathBuf};
-
-/// Where a mirror goes.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Destination {
-    /// `docker://REGISTRY[/PREFIX]`.
-    Registry(String),
-    /// `file://DIR`: an OCI layout and the plan, DIR being the workspace.
-    Disk(PathBuf),
-}
-
-impl Destination {
-    /// Parses `docker://REGISTRY[/PREFIX]` or `file://DIR`.
-    pub fn parse(s: &str) -> Result<Destination, Error> {
-        if let Some(rest) = s.strip_prefix("docker://") {
-            let rest = rest.trim_end_matches('/');
-            if rest.is_empty() || rest.contains('@') || rest.starts_with('/') {
-                return Err(Error::Usage(format!(
-                    "{s}: expected docker://REGISTRY[/PREFIX]"
-                )));
-            }
-            crate::imageref::parse(&format!("{rest}/x"))
-                .map_err(|e| Error::Usage(format!("{s}: {e}")))?;
-            return Ok(Destination::Registry(rest.to_string()));
-        }
-        if let Some(dir) = s.strip_prefix("file://") {
-            return disk_dir(s, dir).map(Destination::Disk);
-        }
-        Err(Error::Usage(format!(
-            "{s}: the destination is docker://REGISTRY[/PREFIX] or file://DIR"
-        )))
-    }
-}
-
-/// Parses `--from file://DIR`.
-pub fn parse_from(s: &str) -> Result<PathBuf, Error> {
-    match s.strip_prefix("file://") {
-        Some(dir) => disk_dir(s, dir),
-        None => Err(Error::Usage(format!(
-            "--from {s}: expected file://DIR, a mirror to disk"
-        ))),
-    }
-}
-
-fn disk_dir(given: &str, dir: &str) -> Result<PathBuf, Error> {
-    if dir.is_empty() {
-        return Err(Error::Usage(format!("{given}: expected file://DIR")));
-    }
-    Ok(PathBuf::from(dir))
-}
 
 /// What to mirror, and how.
 #[derive(Clone, Debug)]
@@ -98,6 +51,8 @@ pub struct MirrorOptions {
     /// Signs each rebuilt catalog after its push (it has a new digest, so no signature from
     /// its source covers it).
     pub sign_key: Option<crate::sign::keys::SigningKey>,
+    /// Delete what earlier runs mirrored and this one no longer selects ([`super::prune`]).
+    pub prune: bool,
 }
 
 impl MirrorOptions {
@@ -133,6 +88,8 @@ pub struct Report {
     /// Each filtered catalog written for review (a dry run's, or a `--keep-going` run's): its
     /// reference in the configuration and its directory.
     pub filtered: Vec<(String, PathBuf)>,
+    /// What earlier runs mirrored and this one no longer selects: counted, or pruned.
+    pub pruned: Option<super::prune::Pruned>,
 }
 
 impl Report {
@@ -208,11 +165,7 @@ pub fn mirror(
                 ))
             }
         };
-    if opts.sign_key.is_some() && matches!(way, Way::ToDisk(_)) {
-        return Err(Error::Usage(
-            "--sign-key signs catalogs as they are pushed: give it to the run with --from file://DIR".into(),
-        ));
-    }
+    check_way(opts, &way)?;
     let workspace = opts.workspace_dir();
     // A destination that cannot take images is said once the configuration is read, before
     // the catalogs are (a dry run reports it per image, as what it could not ask).
@@ -282,8 +235,10 @@ pub fn mirror(
         write(&mut report, &dir.join("mapping.txt"), mapping.as_bytes())?;
         write(&mut report, &dir.join("plan.json"), &pretty(&plan_json))?;
         report.filtered = workspace::write_filtered(&dir, &report.plan)?;
-        if !matches!(way, Way::ToDisk(_)) {
+        if let Way::ToRegistry(d) | Way::FromDisk(_, d) = way {
             write_resources(&mut report, &dir.join("cluster-resources"), opts)?;
+            report.pruned =
+                prune::after_run(&pruning(opts, dest), workspace, &report.plan, d, progress)?;
         }
         return Ok(report);
     }
@@ -322,12 +277,38 @@ pub fn mirror(
             push_from_disk(&mut report, opts, &sides, dir, &layout_names, progress)?
         }
     }
-    if !matches!(way, Way::ToDisk(_)) {
+    if let Way::ToRegistry(d) | Way::FromDisk(_, d) = way {
         super::standing::record(workspace, &report.plan, &report.rebuilt, &report.outcomes)
             .map_err(|e| Error::failed(e.to_string()))?;
         write_resources(&mut report, &workspace.join("cluster-resources"), opts)?;
+        report.pruned =
+            prune::after_run(&pruning(opts, dest), workspace, &report.plan, d, progress)?;
     }
     Ok(report)
+}
+
+/// `--sign-key` and `--prune` work on a registry.
+fn check_way(opts: &MirrorOptions, way: &Way) -> Result<(), Error> {
+    match (way, opts.sign_key.is_some() || opts.prune) {
+        (Way::ToDisk(_), true) => Err(Error::Usage(
+            "--sign-key and --prune work on a registry: give them to the run with --from file://DIR".into(),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// How the run prunes: at the destination, without the source's signature policy.
+fn pruning(opts: &MirrorOptions, dest: &Connection) -> prune::PruneOptions {
+    prune::PruneOptions {
+        prune: opts.prune,
+        dry_run: opts.dry_run,
+        keep_going: opts.keep_going,
+        image: crate::image::ImageOptions {
+            connection: dest.clone(),
+            signature_policy: None,
+            ..opts.image.clone()
+        },
+    }
 }
 
 fn transfer_options(opts: &MirrorOptions, way: &Way) -> TransferOptions {
