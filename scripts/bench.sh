@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Benchmarks: regenerates BENCHMARKS.md with one command.
 #
-#   scripts/bench.sh                 full run (about 18 minutes on 2 cores; the first time also
+#   scripts/bench.sh                 full run (about 20 minutes on 2 cores; the first time also
 #                                    the dist build, about 5, and the two revisions below, about 4
 #                                    each): the corpus's community and certified catalogs plus
 #                                    synthetic catalogs at 1x, 4x, 16x; then OLM fan-out and a
@@ -29,6 +29,11 @@
 #                                    scale (19,152 images, stand-ins in a registry on loopback):
 #                                    the first run, the rerun with the cache, and plain validate,
 #                                    printed, not written (about 5 minutes)
+#   scripts/bench.sh --delete        only `opreg mirror delete`, stand-ins in registries on loopback:
+#                                    phase 2 deleting 200 mirrored images (3 rounds, each mirroring
+#                                    again first) and phase 1 over the workspace of a 20-package
+#                                    mirror of the community catalog (about 900 images; 5 runs),
+#                                    printed, not written (about 2 minutes once built)
 #   scripts/bench.sh --regression    only the side-by-side section against the baseline below
 #                                    (ingest, start-up, ListBundles, unary calls, upgrade, image
 #                                    build and mirror, alternately), printed, not written (about
@@ -64,6 +69,7 @@ out=""
 baseline=de8fbc1
 regression=0
 images=0
+delete=0
 step=""
 extra=()
 while [ $# -gt 0 ]; do
@@ -76,13 +82,14 @@ while [ $# -gt 0 ]; do
     --filter) filter=1; shift ;;
     --regression) regression=1; shift ;;
     --images) images=1; shift ;;
+    --delete) delete=1; shift ;;
     --out) out="$2"; shift 2 ;;
     --baseline) baseline="$2"; shift 2 ;;
     --no-baseline) baseline=""; shift ;;
     --step) step="$2"; shift 2 ;;
     --no-step) step=""; shift ;;
     --) shift; extra+=("$@"); break ;;
-    *) echo "usage: scripts/bench.sh [--smoke | --catalogd | --mirror | --signing | --filter | --regression | --images] [--out FILE] [--baseline REV | --no-baseline] [--step REV | --no-step] [-- HARNESS-RUN-ARGS...]" >&2; exit 2 ;;
+    *) echo "usage: scripts/bench.sh [--smoke | --catalogd | --mirror | --signing | --filter | --regression | --images | --delete] [--out FILE] [--baseline REV | --no-baseline] [--step REV | --no-step] [-- HARNESS-RUN-ARGS...]" >&2; exit 2 ;;
   esac
 done
 
@@ -144,6 +151,14 @@ if [ "$images" = 1 ]; then
   cargo build --profile dist --locked --quiet --bin opreg
   export OPREG_BENCH_BIN="$target_dir/dist/opreg"
   cargo bench --bench harness -- image-checks --work "$tmp/work" "${extra[@]}"
+  exit 0
+fi
+
+if [ "$delete" = 1 ]; then
+  cargo build --profile dist --locked --quiet --bin opreg
+  export OPREG_BENCH_BIN="$target_dir/dist/opreg"
+  cargo bench --bench harness -- delete ../shared/testdata/corpus/community-operators.fbc.json \
+    --work "$tmp/work" "${extra[@]}"
   exit 0
 fi
 

@@ -120,6 +120,20 @@ pub enum Cmd {
         #[arg(long)]
         work: PathBuf,
     },
+    /// `opreg mirror delete` against stand-in images in registries on loopback: phase 2 on 200
+    /// images, and phase 1 over the workspace of a 20-package mirror of CATALOG (the community
+    /// catalog), printed as Markdown (`scripts/bench.sh --delete`; see mirror_delete.rs).
+    Delete {
+        catalog: PathBuf,
+        /// Rounds of phase 2 (each mirrors again first).
+        #[arg(long, default_value_t = 3)]
+        delete_rounds: usize,
+        /// Runs of phase 1.
+        #[arg(long, default_value_t = 5)]
+        generate_rounds: usize,
+        #[arg(long)]
+        work: PathBuf,
+    },
     /// Only the side-by-side section against a baseline build on CATALOG, printed as Markdown
     /// (see baseline.rs).
     Baseline {

@@ -32,6 +32,12 @@ impl Drop for Registry {
 }
 
 pub fn start_registry(work: &Path) -> Result<Registry, String> {
+    start_registry_with(work, false)
+}
+
+/// [`start_registry`], with `storage.delete.enabled` set to `deletes` (off, as distribution
+/// ships, unless a measurement deletes).
+pub fn start_registry_with(work: &Path, deletes: bool) -> Result<Registry, String> {
     let port = free_port();
     let root = work.join("registry");
     let _ = std::fs::remove_dir_all(&root);
@@ -40,7 +46,7 @@ pub fn start_registry(work: &Path) -> Result<Registry, String> {
     std::fs::write(
         &cfg,
         format!(
-            "version: 0.1\nlog: {{level: error}}\nstorage: {{filesystem: {{rootdirectory: {}}}}}\nhttp: {{addr: 127.0.0.1:{port}}}\n",
+            "version: 0.1\nlog: {{level: error}}\nstorage: {{filesystem: {{rootdirectory: {}}}, delete: {{enabled: {deletes}}}}}\nhttp: {{addr: 127.0.0.1:{port}}}\n",
             root.display()
         ),
     )

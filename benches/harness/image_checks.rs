@@ -21,18 +21,18 @@ const REPOS: usize = 100;
 const PER_BUNDLE: usize = 4;
 const BUNDLES_PER_PACKAGE: usize = 20;
 
-const MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
+pub const MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
 
 fn e(x: impl std::fmt::Display) -> String {
     x.to_string()
 }
 
-fn sha(b: &[u8]) -> String {
+pub fn sha(b: &[u8]) -> String {
     format!("sha256:{:x}", Sha256::digest(b))
 }
 
 /// A stand-in image's manifest; `n` makes its digest its own (an annotation).
-fn manifest(config: &(String, usize), layer: &(String, usize), n: Option<usize>) -> Vec<u8> {
+pub fn manifest(config: &(String, usize), layer: &(String, usize), n: Option<usize>) -> Vec<u8> {
     let mut m = serde_json::json!({
         "schemaVersion": 2,
         "mediaType": MANIFEST,
@@ -46,7 +46,7 @@ fn manifest(config: &(String, usize), layer: &(String, usize), n: Option<usize>)
 }
 
 /// Sends one blob to `repo` (POST, then PUT), or mounts it from `from`.
-fn blob(
+pub fn blob(
     agent: &ureq::Agent,
     base: &str,
     repo: &str,

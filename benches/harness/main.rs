@@ -19,13 +19,16 @@
 //! * for the largest real catalog, the same unary load at 64 callers with 1 and 2 worker
 //!   threads (`opreg serve --threads N`), its ingest from a registry (`image.rs`), and
 //!   catalogd's `/api/v1/all` at 10 clients against a file server, and the time from a file
-//!   change to the new content served (`http.rs`).
+//!   change to the new content served (`http.rs`);
+//! * outside `--smoke`, `opreg validate --images` at the community catalog's scale
+//!   (`image_checks.rs`) and `opreg mirror delete`'s two phases against stand-in images
+//!   (`mirror_delete.rs`, `stand_ins.rs`), both in registries on loopback.
 //!
 //! Subcommands: `run` (the suite; `--smoke` for a seconds-long run on tiny inputs, `--baseline
 //! BIN` for the side-by-side section, `--step BIN` for a build in between), `gen` (write a
-//! synthetic catalog), `probe`, `floor`, `rows`, `catalogd`, `signing`, `filter`, `image` and
-//! `baseline` (one measurement alone, for iterating), and internal ones run as children
-//! (`floor-parse`, `floor-serve`, `file-server`).
+//! synthetic catalog), `probe`, `floor`, `rows`, `catalogd`, `signing`, `filter`, `image-checks`,
+//! `delete`, `image` and `baseline` (one measurement alone, for iterating), and internal ones
+//! run as children (`floor-parse`, `floor-serve`, `file-server`).
 
 mod baseline;
 mod baseline_images;
@@ -44,12 +47,14 @@ mod image_checks;
 mod load;
 mod measure;
 mod memload;
+mod mirror_delete;
 mod olm_rows;
 mod parts;
 mod peaks;
 mod procs;
 mod report;
 mod signing;
+mod stand_ins;
 mod synth;
 
 use clap::Parser;
@@ -157,6 +162,23 @@ fn main() {
                 std::process::exit(1);
             }
         },
+        Some(Cmd::Delete {
+            catalog,
+            delete_rounds,
+            generate_rounds,
+            work,
+        }) => {
+            let m = mirror_delete::measure(
+                &procs::opreg_bin(),
+                Some(&catalog),
+                &work,
+                (delete_rounds, generate_rounds),
+            );
+            print!("{}", mirror_delete::section(&m));
+            if m.delete.is_err() || m.generate.is_err() {
+                std::process::exit(1);
+            }
+        }
         Some(Cmd::Image {
             catalog,
             bins,
@@ -429,7 +451,21 @@ fn run(mut a: RunArgs) {
         }
     }
 
-    let mut report = report::render(&a, &rows, dur, warmup, starts);
+    // `opreg mirror delete` against stand-ins in registries of its own (the full run only); its
+    // rows go into the Targets table, so it is measured before the report is rendered.
+    let delete = (!a.smoke).then(|| {
+        eprintln!("harness: == opreg mirror delete ==");
+        let community = corpus
+            .as_ref()
+            .map(|d| d.join("community-operators.fbc.json"))
+            .filter(|p| p.is_file());
+        mirror_delete::measure(&bin, community.as_deref(), &work, (3, 5))
+    });
+    let more = delete
+        .as_ref()
+        .map(mirror_delete::targets)
+        .unwrap_or_default();
+    let mut report = report::render(&a, &rows, &more, dur, warmup, starts);
     if let Some((name, res)) = &bundle_floor {
         floor::section(&mut report, name, res);
     }
@@ -473,6 +509,9 @@ fn run(mut a: RunArgs) {
                 let _ = writeln!(report, "Not measured: {e}");
             }
         }
+    }
+    if let Some(m) = &delete {
+        report.push_str(&mirror_delete::section(m));
     }
     // Issue 17's rows: OLM fan-out and memory under load on the primary catalog, and growth.
     let primary = inputs.iter().find(|i| i.primary);

@@ -70,7 +70,22 @@ fn find(row: &Row, rpc: Rpc, callers: usize) -> Option<&LoadStats> {
         .map(|(_, _, s)| s)
 }
 
-pub fn render(a: &RunArgs, rows: &[Row], dur: Duration, warmup: Duration, starts: usize) -> String {
+/// A row of the Targets table from a section of its own (e.g. `mirror_delete.rs`).
+pub struct Target {
+    pub what: String,
+    pub limit: String,
+    pub measured: String,
+    pub ok: bool,
+}
+
+pub fn render(
+    a: &RunArgs,
+    rows: &[Row],
+    more: &[Target],
+    dur: Duration,
+    warmup: Duration,
+    starts: usize,
+) -> String {
     let mut o = String::new();
     let w = &mut o;
     let _ = writeln!(w, "# Benchmarks\n");
@@ -159,6 +174,9 @@ pub fn render(a: &RunArgs, rows: &[Row], dur: Duration, warmup: Duration, starts
                     s.p99_us <= 5000.0,
                 );
             }
+        }
+        for t in more {
+            target(&t.what, &t.limit, t.measured.clone(), t.ok);
         }
         let _ = writeln!(w);
     }
