@@ -12,6 +12,7 @@ use std::process::Command;
 mod additional;
 mod delete;
 mod delete_crash;
+mod delete_disk;
 mod delete_space;
 mod insecure;
 mod prune;

@@ -1,17 +1,22 @@
 //! oc-mirror's `DeleteImageList`, as `opreg mirror delete --delete-yaml-file` reads it: any
-//! bytes are read (`list::read`); a list that reads is checked against two destinations and
+//! bytes are read (`list::read`); a list that reads is checked against two registries and a mirror on disk and
 //! written back, and what is written reads again to the same items. Never panics.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 use opreg::mirror::delete::list;
+use opreg::mirror::destination::Destination;
 
 fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);
     let Ok(l) = list::read(&text, "fuzz.yaml") else {
         return;
     };
-    for dest in ["localhost:5000/myregistry", "m:5000"] {
-        let _ = list::check(&l, dest);
+    for dest in [
+        Destination::Registry("localhost:5000/myregistry".into()),
+        Destination::Registry("m:5000".into()),
+        Destination::Disk("/m/d".into()),
+    ] {
+        let _ = list::check(&l, &dest);
     }
     let written = list::write(&l.items);
     let again = list::read(&written, "written.yaml").expect("a written list reads");

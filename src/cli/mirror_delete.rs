@@ -6,6 +6,7 @@ use super::output;
 use super::progress::Drawer;
 use crate::error::Error;
 use crate::mirror::delete::{self, execute};
+use crate::mirror::destination::Destination;
 use crate::text::count;
 use std::path::PathBuf;
 
@@ -17,6 +18,9 @@ registry only:
 Review WS/delete/delete-images.yaml and delete-plan.json (every image deleted or kept, and why),
 then phase 2 deletes what the list names, catalogs rebuilt first:
   opreg mirror delete --delete-yaml-file ws/delete/delete-images.yaml docker://mirror.lab:5000/ocp
+
+A mirror on disk is its own workspace; its list names images as oci:DIR:NAME:
+  opreg mirror delete --generate --config delete.yaml file://mirror-dir
 
 Exit codes: 0 all done, 1 any failure (each listed), 2 usage or configuration, 130 interrupted.
 Deleting frees no storage by itself: run the registry's garbage collector (docs/mirror.md).";
@@ -46,10 +50,12 @@ pub struct Args {
         required_unless_present = "generate"
     )]
     pub delete_yaml_file: Option<PathBuf>,
-    /// The workspace that mirrored the images [default: opreg-mirror for --generate].
+    /// The workspace that mirrored the images [default: opreg-mirror for --generate; a
+    /// file://DIR destination is its own].
     #[arg(long, value_name = "[file://]DIR")]
     pub workspace: Option<String>,
-    /// The registry mirrored to: docker://REGISTRY[/PREFIX].
+    /// The registry mirrored to, docker://REGISTRY[/PREFIX], or a mirror on disk, file://DIR
+    /// (its own workspace: names leave its layout, unused blobs are removed).
     #[arg(value_name = "DESTINATION")]
     pub destination: String,
     /// Phase 2: check the list and say what would be deleted and kept; change nothing.
@@ -86,17 +92,7 @@ pub fn run(a: Args) -> super::Ended {
 }
 
 fn run_inner(a: &Args) -> Result<super::Ended, Error> {
-    let destination = a
-        .destination
-        .strip_prefix("docker://")
-        .ok_or_else(|| {
-            Error::Usage(format!(
-                "{}: the destination is docker://REGISTRY[/PREFIX] (deleting from a mirror on disk is not supported)",
-                a.destination
-            ))
-        })?
-        .trim_end_matches('/')
-        .to_string();
+    let destination = Destination::parse(&a.destination)?;
     let image = crate::image::ImageOptions {
         connection: a.registries.destination(&a.dest),
         image_cache: a.image_cache.clone(),
@@ -108,6 +104,12 @@ fn run_inner(a: &Args) -> Result<super::Ended, Error> {
         .workspace
         .as_deref()
         .map(|w| PathBuf::from(w.strip_prefix("file://").unwrap_or(w)));
+    if let (Destination::Disk(dir), Some(_)) = (&destination, &workspace) {
+        return Err(Error::Usage(format!(
+            "{} is its own workspace: leave out --workspace",
+            dir.display()
+        )));
+    }
     let note = |m: String| {
         if !a.quiet {
             output::status(m)
@@ -115,7 +117,10 @@ fn run_inner(a: &Args) -> Result<super::Ended, Error> {
     };
     if a.generate {
         let config = a.config.as_deref().unwrap_or(std::path::Path::new(""));
-        let ws = workspace.unwrap_or_else(|| PathBuf::from("opreg-mirror"));
+        let ws = match &destination {
+            Destination::Disk(dir) => dir.clone(),
+            Destination::Registry(_) => workspace.unwrap_or_else(|| PathBuf::from("opreg-mirror")),
+        };
         let (list, plan) =
             delete::generate(config, &ws, a.delete_id.as_deref(), &destination, &image)?;
         for k in &plan.kept {
@@ -161,7 +166,7 @@ fn run_inner(a: &Args) -> Result<super::Ended, Error> {
         image,
     };
     let bar = Drawer::images(a.quiet, "deleting");
-    let result = execute::execute(&opts, &bar);
+    let result = delete::execute(&opts, &bar);
     drop(bar);
     let r = result?;
     if a.dry_run {
@@ -218,10 +223,15 @@ pub(super) fn summary(r: &execute::Report, note: &dyn Fn(String)) -> bool {
             count(r.not_attempted, "image", "images")
         ));
     }
-    if !r.deleted.is_empty() || !r.failed.is_empty() {
-        note(
+    match r.blobs_removed {
+        Some(n) => note(format!(
+            "removed {} that no remaining image uses",
+            count(n, "blob", "blobs")
+        )),
+        None if !r.deleted.is_empty() || !r.failed.is_empty() => note(
             "storage is freed only by the registry's garbage collector: see docs/mirror.md".into(),
-        );
+        ),
+        None => {}
     }
     r.failed.is_empty() && r.not_attempted == 0
 }

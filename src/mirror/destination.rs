@@ -52,3 +52,55 @@ fn disk_dir(given: &str, dir: &str) -> Result<PathBuf, Error> {
     }
     Ok(PathBuf::from(dir))
 }
+
+/// The names of a destination's record (`standing.json`, or a mirror on disk's listing and
+/// layout) and of a `DeleteImageList`: at a registry the image's reference, in a mirror on
+/// disk its name in the layout (its source reference, or a catalog's target path and tag).
+impl Destination {
+    /// The list's `imageReference` of the image named `name`: `docker://REF`, or
+    /// `oci:DIR:NAME` (containers' transport for a name in a layout).
+    pub fn reference(&self, name: &str) -> String {
+        match self {
+            Destination::Registry(_) => format!("docker://{name}"),
+            Destination::Disk(dir) => format!("oci:{}:{name}", dir.display()),
+        }
+    }
+
+    /// The name an `imageReference` gives, when it is of this destination's form.
+    pub fn name_of<'a>(&self, reference: &'a str) -> Option<&'a str> {
+        match self {
+            Destination::Registry(_) => reference.strip_prefix("docker://"),
+            Destination::Disk(dir) => reference
+                .strip_prefix("oci:")
+                .and_then(|r| r.strip_prefix(dir.to_str()?))
+                .and_then(|r| r.strip_prefix(':')),
+        }
+    }
+
+    /// Whether the record's `name` is under this destination (`REGISTRY/PREFIX/…`; every name
+    /// of a mirror on disk is).
+    pub fn holds(&self, name: &str) -> bool {
+        match self {
+            Destination::Registry(d) => name.starts_with(&format!("{}/", d.trim_end_matches('/'))),
+            Destination::Disk(_) => true,
+        }
+    }
+
+    /// The image named `name` with `digest`, to read: `REPOSITORY@DIGEST`, or `oci:DIR:NAME`.
+    pub fn pinned(&self, name: &str, digest: &str) -> String {
+        match self {
+            Destination::Registry(_) => {
+                format!("{}@{digest}", super::standing::repository_of(name))
+            }
+            Destination::Disk(dir) => format!("oci:{}:{name}", dir.display()),
+        }
+    }
+
+    /// As the command line names it.
+    pub fn given(&self) -> String {
+        match self {
+            Destination::Registry(d) => format!("docker://{d}"),
+            Destination::Disk(dir) => format!("file://{}", dir.display()),
+        }
+    }
+}

@@ -198,38 +198,15 @@ pub fn write(dir: &Path, h: &History) -> Result<(), MirrorError> {
 /// and after a run, their difference is what the run added (for [`record`]). A workspace
 /// without blobs has none.
 pub fn blobs(dir: &Path) -> Result<BTreeSet<PathBuf>, MirrorError> {
-    let mut out = BTreeSet::new();
-    let root = dir.join("blobs");
-    let algorithms = match std::fs::read_dir(&root) {
-        Ok(list) => list,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
-        Err(e) => return Err(MirrorError::from(format!("{}: {e}", root.display()))),
-    };
-    for alg in algorithms {
-        let alg = alg.map_err(|e| MirrorError::from(format!("{}: {e}", root.display())))?;
-        if !alg.file_type().is_ok_and(|t| t.is_dir()) {
-            continue;
-        }
-        let list = std::fs::read_dir(alg.path())
-            .map_err(|e| MirrorError::from(format!("{}: {e}", alg.path().display())))?;
-        for blob in list {
-            let blob =
-                blob.map_err(|e| MirrorError::from(format!("{}: {e}", alg.path().display())))?;
-            // Only digests: a temporary file a killed run left (`.tmp…`) is no blob.
-            let name = blob.file_name();
-            let hex = name.to_str().is_some_and(|n| {
-                !n.is_empty() && n.bytes().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f'))
-            });
-            if hex && blob.file_type().is_ok_and(|t| t.is_file()) {
-                out.insert(
-                    Path::new("blobs")
-                        .join(alg.file_name())
-                        .join(blob.file_name()),
-                );
-            }
-        }
+    crate::oci::layout_reader::blobs(dir).map_err(|e| MirrorError::from(e.to_string()))
+}
+
+/// `h` without `gone` (blobs a delete removed from the layout): no run added them any more,
+/// so no archive names them.
+pub fn forget(h: &mut History, gone: &BTreeSet<PathBuf>) {
+    for run in &mut h.runs {
+        run.added.retain(|p| !gone.contains(p));
     }
-    Ok(out)
 }
 
 /// What to pack: with no date, what the last run added (the run that just mirrored, when the

@@ -11,6 +11,7 @@
 use super::delete::execute::{self, ExecuteOptions};
 use super::delete::generate::Bundles;
 use super::delete::{Change, DeletePlan};
+use super::destination::Destination;
 use super::plan::Plan;
 use super::standing::{Owner, Standing};
 use crate::error::Error;
@@ -38,7 +39,7 @@ pub struct Pruned {
 /// An image `run` copies is never pruned, whatever named it before.
 pub fn plan(standing: &Standing, run: &Plan, destination: &str) -> DeletePlan {
     let destination = destination.trim_end_matches('/');
-    let base = format!("{destination}/");
+    let at = Destination::Registry(destination.to_string());
     let kept: BTreeMap<&str, &Bundles> = run
         .catalogs
         .iter()
@@ -46,11 +47,11 @@ pub fn plan(standing: &Standing, run: &Plan, destination: &str) -> DeletePlan {
         .collect();
     let wanted: BTreeSet<&str> = run.images.iter().map(|i| i.destination.as_str()).collect();
     let mut out = DeletePlan {
-        destination: destination.to_string(),
+        destination: at.given(),
         ..Default::default()
     };
     for (dest, c) in &standing.catalogs {
-        if dest.starts_with(&base) && !kept.contains_key(dest.as_str()) {
+        if at.holds(dest) && !kept.contains_key(dest.as_str()) {
             out.catalogs.push(Change {
                 destination: dest.clone(),
                 source: c.source.clone(),
@@ -75,7 +76,7 @@ pub fn plan(standing: &Standing, run: &Plan, destination: &str) -> DeletePlan {
                     .is_some_and(|b| b.contains(bundle)),
             }
     };
-    super::delete::generate::decide(standing, &mut out, &base, &stale);
+    super::delete::generate::decide(standing, &mut out, &at, &stale);
     out
 }
 
@@ -113,7 +114,8 @@ pub fn after_run(
     if !opts.prune {
         return Ok(Some(out));
     }
-    let list = super::delete::write(workspace, Some(ID), &out.plan)
+    let at = Destination::Registry(destination.trim_end_matches('/').to_string());
+    let list = super::delete::write(workspace, Some(ID), &out.plan, &at)
         .map_err(|e| Error::failed(e.to_string()))?;
     out.list = Some(list.clone());
     if opts.dry_run {
@@ -122,13 +124,13 @@ pub fn after_run(
     let exec = ExecuteOptions {
         list,
         workspace: Some(workspace.to_path_buf()),
-        destination: destination.trim_end_matches('/').to_string(),
+        destination: at,
         keep_going: opts.keep_going,
         keep_signatures: false,
         dry_run: false,
         image: opts.image.clone(),
     };
-    match execute::execute(&exec, progress) {
+    match super::delete::execute(&exec, progress) {
         Ok(r) => out.executed = Some(r),
         Err(e) => out.error = Some(e.detail()),
     }

@@ -110,18 +110,11 @@ impl Standing {
             .filter(|o| o.error.is_none() && !o.digest.is_empty())
             .map(|o| (o.destination.as_str(), o))
             .collect();
-        // A bundle two catalogs keep (two versions of one index) is named by both.
-        let mut catalogs_of: BTreeMap<(&str, &str), Vec<&str>> = BTreeMap::new();
-        for c in &plan.catalogs {
-            for (p, bundles) in &c.kept {
-                for b in bundles {
-                    catalogs_of
-                        .entry((p.as_str(), b.as_str()))
-                        .or_default()
-                        .push(c.destination.as_str());
-                }
-            }
-        }
+        let catalogs: Vec<(&str, &Bundles)> = plan
+            .catalogs
+            .iter()
+            .map(|c| (c.destination.as_str(), &c.kept))
+            .collect();
         for img in &plan.images {
             let Some(o) = ok.get(img.destination.as_str()) else {
                 continue;
@@ -134,28 +127,9 @@ impl Standing {
             }
             entry.source = img.wanted.source.clone();
             entry.digest = o.digest.clone();
-            for origin in &img.wanted.origins {
-                match origin {
-                    super::images::Origin::Bundle {
-                        package,
-                        bundle,
-                        related,
-                    } => {
-                        let key = (package.as_str(), bundle.as_str());
-                        for catalog in catalogs_of.get(&key).into_iter().flatten() {
-                            entry.named_by.insert(Owner::Bundle {
-                                catalog: catalog.to_string(),
-                                package: package.clone(),
-                                bundle: bundle.clone(),
-                                related: *related,
-                            });
-                        }
-                    }
-                    super::images::Origin::Additional => {
-                        entry.named_by.insert(Owner::Additional);
-                    }
-                }
-            }
+            entry
+                .named_by
+                .extend(owners(&catalogs, &img.wanted.origins));
         }
     }
 
@@ -193,6 +167,40 @@ impl Standing {
     pub fn key(destination: &str, digest: &str) -> (String, String) {
         (repository_of(destination).to_string(), digest.to_string())
     }
+}
+
+/// Bundles by package.
+pub type Bundles = BTreeMap<String, BTreeSet<String>>;
+
+/// What names an image that `origins` brought, with `catalogs` (name, the bundles it keeps):
+/// a bundle is named by every catalog that keeps it (two versions of one index keep the same
+/// bundle), an additional image by the configuration.
+pub fn owners(catalogs: &[(&str, &Bundles)], origins: &[super::images::Origin]) -> BTreeSet<Owner> {
+    let mut out = BTreeSet::new();
+    for origin in origins {
+        match origin {
+            super::images::Origin::Bundle {
+                package,
+                bundle,
+                related,
+            } => {
+                for (catalog, kept) in catalogs {
+                    if kept.get(package).is_some_and(|b| b.contains(bundle)) {
+                        out.insert(Owner::Bundle {
+                            catalog: catalog.to_string(),
+                            package: package.clone(),
+                            bundle: bundle.clone(),
+                            related: *related,
+                        });
+                    }
+                }
+            }
+            super::images::Origin::Additional => {
+                out.insert(Owner::Additional);
+            }
+        }
+    }
+    out
 }
 
 /// Adds a complete run (its catalogs pushed, `rebuilt`) to the record in `workspace`.

@@ -38,6 +38,38 @@ pub fn blob_path(dir: &Path, digest: &str) -> Result<PathBuf> {
     Ok(dir.join(rel))
 }
 
+/// The blobs in the layout at `dir`, as `blobs/<algorithm>/<hex>` paths (none when it has no
+/// `blobs/`). Only digests: a temporary file a write in progress (or a killed one) left is no
+/// blob.
+pub fn blobs(dir: &Path) -> Result<std::collections::BTreeSet<PathBuf>> {
+    let mut out = std::collections::BTreeSet::new();
+    let root = dir.join("blobs");
+    let algorithms = match std::fs::read_dir(&root) {
+        Ok(list) => list,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
+        Err(e) => return Err(anyhow!("{}: {e}", root.display())),
+    };
+    for alg in algorithms {
+        let alg = alg.map_err(|e| anyhow!("{}: {e}", root.display()))?;
+        if !alg.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let list =
+            std::fs::read_dir(alg.path()).map_err(|e| anyhow!("{}: {e}", alg.path().display()))?;
+        for blob in list {
+            let blob = blob.map_err(|e| anyhow!("{}: {e}", alg.path().display()))?;
+            let name = blob.file_name();
+            let hex = name.to_str().is_some_and(|n| {
+                !n.is_empty() && n.bytes().all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f'))
+            });
+            if hex && blob.file_type().is_ok_and(|t| t.is_file()) {
+                out.insert(Path::new("blobs").join(alg.file_name()).join(name));
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// The entry of the layout at `dir` named `name`, if any (none when there is no layout yet).
 pub fn named(dir: &Path, name: &str, limit: u64) -> Result<Option<Entry>> {
     if !dir.join("index.json").is_file() {

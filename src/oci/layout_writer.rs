@@ -15,6 +15,9 @@ use std::path::{Path, PathBuf};
 /// The annotation that names an image in a layout's `index.json`.
 pub const REF_NAME: &str = "org.opencontainers.image.ref.name";
 
+/// Copies running at the same time rewrite the one index.json in turn.
+static INDEX: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// A layout being written (created if missing).
 pub struct LayoutWriter {
     dir: PathBuf,
@@ -111,8 +114,6 @@ impl LayoutWriter {
     /// that name; an unnamed one replaces an unnamed entry of the same digest, and never an
     /// entry with a name (as skopeo writes an untagged `oci:DIR`). Call it last.
     pub fn tag(&self, top: &Top, tag: Option<&str>) -> Result<()> {
-        // Copies running at the same time rewrite the one index.json in turn.
-        static INDEX: std::sync::Mutex<()> = std::sync::Mutex::new(());
         let _turn = INDEX.lock().unwrap_or_else(|e| e.into_inner());
         let index_path = self.dir.join("index.json");
         let mut index: Value = match std::fs::read(&index_path) {
@@ -148,5 +149,84 @@ impl LayoutWriter {
         t.write_all(&serde_json::to_vec(&index)?)?;
         t.commit()?;
         Ok(())
+    }
+
+    /// Takes the entries named `names` out of `index.json` (their blobs stay until
+    /// [`LayoutWriter::collect`]); how many went.
+    pub fn untag(&self, names: &std::collections::BTreeSet<String>) -> Result<usize> {
+        let _turn = INDEX.lock().unwrap_or_else(|e| e.into_inner());
+        let index_path = self.dir.join("index.json");
+        let bytes =
+            std::fs::read(&index_path).with_context(|| format!("{}", index_path.display()))?;
+        let mut index: Value = serde_json::from_slice(&bytes)
+            .map_err(|e| anyhow!("{}: malformed index.json: {e}", self.dir.display()))?;
+        let manifests = index
+            .get_mut("manifests")
+            .and_then(Value::as_array_mut)
+            .ok_or_else(|| anyhow!("{}: index.json has no manifests", self.dir.display()))?;
+        let before = manifests.len();
+        manifests.retain(|m| {
+            m.pointer("/annotations/org.opencontainers.image.ref.name")
+                .and_then(Value::as_str)
+                .is_none_or(|n| !names.contains(n))
+        });
+        let gone = before - manifests.len();
+        if gone > 0 {
+            let mut t = Self::temp_for(&index_path)?;
+            t.write_all(&serde_json::to_vec(&index)?)?;
+            t.commit()?;
+        }
+        Ok(gone)
+    }
+
+    /// Removes every blob no entry of `index.json` reaches (through indexes, manifests,
+    /// configs, layers); returns their paths, `blobs/<algorithm>/<hex>`, sorted. A manifest
+    /// that cannot be read stops it before anything is removed.
+    pub fn collect(&self, limit: u64) -> Result<Vec<PathBuf>> {
+        let _turn = INDEX.lock().unwrap_or_else(|e| e.into_inner());
+        let entries = super::layout_reader::Layout::open(&self.dir)?.entries(limit)?;
+        let mut reached = std::collections::BTreeSet::new();
+        let mut todo: Vec<String> = entries.into_iter().map(|e| e.digest).collect();
+        while let Some(d) = todo.pop() {
+            let Some(rel) = crate::digest::blob_path(&d) else {
+                return Err(anyhow!("{}: malformed digest {d:?}", self.dir.display()));
+            };
+            if !reached.insert(rel.clone()) {
+                continue;
+            }
+            let path = self.dir.join(&rel);
+            let Ok(bytes) = std::fs::read(&path) else {
+                continue; // Not in the layout: nothing to keep.
+            };
+            let Ok(v) = serde_json::from_slice::<Value>(&bytes) else {
+                continue; // A layer or a config that is no JSON document.
+            };
+            for key in ["manifests", "layers", "blobs"] {
+                for m in v.get(key).and_then(Value::as_array).into_iter().flatten() {
+                    match m.get("digest").and_then(Value::as_str) {
+                        Some(d) => todo.push(d.to_string()),
+                        None => {
+                            return Err(anyhow!(
+                                "{}: a descriptor without a digest",
+                                path.display()
+                            ))
+                        }
+                    }
+                }
+            }
+            if let Some(d) = v.pointer("/config/digest").and_then(Value::as_str) {
+                todo.push(d.to_string());
+            }
+        }
+        let mut removed = Vec::new();
+        for rel in super::layout_reader::blobs(&self.dir)? {
+            if !reached.contains(&rel) {
+                let path = self.dir.join(&rel);
+                std::fs::remove_file(&path).with_context(|| format!("{}", path.display()))?;
+                removed.push(rel);
+            }
+        }
+        removed.sort();
+        Ok(removed)
     }
 }

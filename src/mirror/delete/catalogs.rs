@@ -81,20 +81,18 @@ pub struct Rebuilt {
     pub digest: Option<String>,
 }
 
-/// Rebuilds `change`'s catalog without its removed bundles and pushes it to the same tag;
-/// the rebuilt catalog must validate. `current` is the digest the tag names now.
-pub fn rebuild(
+/// `change`'s catalog as it stands at `pinned` (with `digest`), without its removed bundles,
+/// ready to build on its own image; `None` when it holds none of them any more (an earlier
+/// run of the same list rebuilt it). The catalog without them must validate.
+pub fn planned(
     change: &Change,
-    current: &str,
+    pinned: &str,
+    digest: &str,
     image: &crate::image::ImageOptions,
-) -> Result<Rebuilt, Error> {
-    let pinned = format!("{}@{current}", repository_of(&change.destination));
-    let (catalog, configs_path) = pull(&pinned, image)?;
+) -> Result<Option<PlannedCatalog>, Error> {
+    let (catalog, configs_path) = pull(pinned, image)?;
     if !holds_any(&catalog, &change.removed) {
-        return Ok(Rebuilt {
-            destination: change.destination.clone(),
-            digest: None,
-        });
+        return Ok(None);
     }
     let remaining = without(&catalog, &change.removed);
     let problems: Vec<String> = crate::validate::validate(&remaining)
@@ -109,13 +107,13 @@ pub fn rebuild(
             problems.join("; ")
         )));
     }
-    let planned = PlannedCatalog {
+    Ok(Some(PlannedCatalog {
         entry: crate::mirror::config::Operator {
             catalog: change.source.clone(),
             ..Default::default()
         },
-        pinned,
-        digest: current.to_string(),
+        pinned: pinned.to_string(),
+        digest: digest.to_string(),
         destination: change.destination.clone(),
         configs_path,
         catalog: remaining,
@@ -124,12 +122,33 @@ pub fn rebuild(
         added: Vec::new(),
         why: Default::default(),
         warnings: Vec::new(),
-    };
-    let opts = RebuildOptions {
+    }))
+}
+
+/// How a catalog is rebuilt: on its own image, as `image` reads it.
+pub fn options(image: &crate::image::ImageOptions) -> RebuildOptions {
+    RebuildOptions {
         image: image.clone(),
         catalog_base: None,
         chunk_size: 16 << 20,
+    }
+}
+
+/// Rebuilds `change`'s catalog without its removed bundles and pushes it to the same tag;
+/// `current` is the digest the tag names now.
+pub fn rebuild(
+    change: &Change,
+    current: &str,
+    image: &crate::image::ImageOptions,
+) -> Result<Rebuilt, Error> {
+    let pinned = format!("{}@{current}", repository_of(&change.destination));
+    let Some(planned) = planned(change, &pinned, current, image)? else {
+        return Ok(Rebuilt {
+            destination: change.destination.clone(),
+            digest: None,
+        });
     };
+    let opts = options(image);
     let r = rebuild::rebuild(&planned, &opts, &image.connection, &crate::progress::Silent)?;
     Ok(Rebuilt {
         destination: r.destination,

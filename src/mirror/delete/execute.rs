@@ -1,17 +1,18 @@
-//! Phase 2: a `DeleteImageList` executed. The list is checked whole first (every item inside
-//! the destination, of a type opreg mirrors, and mirrored by the workspace); then each
-//! registry is probed for deletes; then the catalogs of the plan are rebuilt without their
-//! removed bundles; then each listed image that nothing still standing names is deleted by
-//! digest (an index with its children), and last the signatures of what was deleted. The
-//! records are updated as deletes succeed, so the same command after a crash finishes the job.
+//! Phase 2: a `DeleteImageList` executed. The list is checked whole first (every item of the
+//! destination's form, of a type opreg mirrors, and mirrored by the workspace); then the
+//! destination is probed for deletes; then the catalogs of the plan are rebuilt without their
+//! removed bundles; then each listed image that nothing still standing names is deleted (an
+//! index with its platform images), and last the signatures of what was deleted. The records
+//! are updated as deletes succeed, so the same command after a crash finishes the job. The
+//! order is this module's; what each step does at a registry or in a mirror on disk is the
+//! [`Target`]'s.
 
 use super::list::{self, Checked, ItemType};
-use super::{catalogs, Change};
+use super::Change;
 use crate::error::Error;
-use crate::image::reference::Reference;
+use crate::mirror::destination::Destination;
 use crate::mirror::standing::{Owner, Standing};
 use crate::progress::{Event, Progress};
-use crate::registry::{BlobSource, Deleted, Registry};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -19,10 +20,10 @@ use std::path::{Path, PathBuf};
 #[derive(Clone, Debug)]
 pub struct ExecuteOptions {
     pub list: PathBuf,
-    /// `--workspace`; by default the directory above the list's `delete/`.
+    /// `--workspace`; by default the directory above the list's `delete/` (a mirror on disk
+    /// is its own).
     pub workspace: Option<PathBuf>,
-    /// `REGISTRY[/PREFIX]`, without `docker://`.
-    pub destination: String,
+    pub destination: Destination,
     pub keep_going: bool,
     pub keep_signatures: bool,
     /// Check the list and say what would be deleted and kept; change nothing.
@@ -43,6 +44,49 @@ pub struct Report {
     pub signatures: usize,
     /// Items not tried because an earlier one failed (without `--keep-going`).
     pub not_attempted: usize,
+    /// A mirror on disk's blobs that no remaining image uses, removed (`None` at a registry,
+    /// whose own collector frees storage).
+    pub blobs_removed: Option<usize>,
+}
+
+/// What deleting one image did.
+pub enum Gone {
+    /// Deleted: the manifest's digest, then its platform images'.
+    Now(Vec<String>),
+    Already,
+    /// The name now gives another digest than the recorded one: left alone.
+    Moved(String),
+}
+
+/// Where phase 2 acts: a registry ([`super::registry`]) or a mirror on disk
+/// ([`super::disk`]). [`execute`] calls it in its order.
+pub trait Target {
+    /// Refuses, in one line, a destination that cannot delete; nothing has changed yet.
+    fn probe(&mut self, first: Option<&Checked>, changes: &[Change]) -> Result<(), Error>;
+    /// Rebuilds `ch`'s catalog without its removed bundles; the digest written, if one was.
+    fn rebuild(&mut self, ch: &Change, standing: &Standing) -> Result<Option<String>, Error>;
+    /// Deletes the image `c` names, unless its name gives another digest than `recorded`;
+    /// an index's platform images go with it unless `in_use`.
+    fn delete(
+        &mut self,
+        c: &Checked,
+        recorded: Option<&str>,
+        in_use: &BTreeSet<String>,
+    ) -> anyhow::Result<Gone>;
+    /// The digests other images standing in the repository of `name` use.
+    fn in_use(&self, standing: &Standing, name: &str) -> BTreeSet<String>;
+    /// The image `c` names, `digest`, is gone: the records forget it.
+    fn forget(&mut self, c: &Checked, digest: &str);
+    /// Deletes the signatures, attestations, SBOMs and referrers of `digests` (an image's and
+    /// its platform images'); how many went.
+    fn signatures(&mut self, c: &Checked, digests: &[String]) -> anyhow::Result<usize>;
+    /// Writes what stands now (after each catalog, and after the images).
+    fn record(&mut self, standing: &Standing) -> Result<(), Error>;
+    /// After every delete: what the target collects itself (a layout's unused blobs); how many
+    /// blobs went (`None`: the target collects nothing itself).
+    fn finish(&mut self) -> Result<Option<usize>, Error> {
+        Ok(None)
+    }
 }
 
 /// A list checked whole, with its workspace's record and the plan's catalog changes.
@@ -53,7 +97,7 @@ struct Prepared {
     standing: Standing,
 }
 
-/// Reads and checks the list: inside the destination, of types opreg mirrors, and every item
+/// Reads and checks the list: of the destination, of types opreg mirrors, and every item
 /// mirrored by the workspace (found beside the list, or `--workspace`).
 fn prepare(opts: &ExecuteOptions) -> Result<Prepared, Error> {
     let usage = |e: crate::mirror::MirrorError| Error::Usage(e.to_string());
@@ -61,25 +105,25 @@ fn prepare(opts: &ExecuteOptions) -> Result<Prepared, Error> {
     let text =
         std::fs::read_to_string(&opts.list).map_err(|e| Error::Usage(format!("{name}: {e}")))?;
     let parsed = list::read(&text, &name).map_err(usage)?;
-    let destination = opts.destination.trim_end_matches('/').to_string();
-    let items = list::check(&parsed, &destination).map_err(usage)?;
+    let items = list::check(&parsed, &opts.destination).map_err(usage)?;
     let plan = super::read_plan(&opts.list).map_err(usage)?;
-    let workspace = match (&opts.workspace, &plan) {
-        (Some(w), _) => w.clone(),
-        (None, Some(_)) => above_delete_dir(&opts.list),
-        (None, None) => {
+    let workspace = match (&opts.destination, &opts.workspace, &plan) {
+        (Destination::Disk(dir), _, _) => dir.clone(),
+        (_, Some(w), _) => w.clone(),
+        (_, None, Some(_)) => above_delete_dir(&opts.list),
+        (_, None, None) => {
             return Err(Error::Usage(format!(
                 "{name} has no opreg plan beside it ({}): give --workspace, the workspace that mirrored these images",
                 super::plan_path(&opts.list).display()
             )))
         }
     };
-    let standing = Standing::read(&workspace).map_err(usage)?;
+    let standing = super::record_of(&opts.destination, &workspace)?;
     let unknown: Vec<String> = items
         .iter()
         .enumerate()
         .filter(|(_, c)| {
-            let d = dest_of(c);
+            let d = c.name.as_str();
             !standing.images.contains_key(d)
                 && !standing.catalogs.contains_key(d)
                 && !standing.deleted.contains_key(d)
@@ -119,52 +163,59 @@ fn dry_run(p: &Prepared) -> Report {
     let needed = needed(&after, &whole, &generic, &listed);
     for c in &p.items {
         match keep_reason(c, &after, &needed, &whole) {
-            Some(why) => report.kept.push((dest_of(c).to_string(), why)),
-            None => report.deleted.push(dest_of(c).to_string()),
+            Some(why) => report.kept.push((c.name.clone(), why)),
+            None => report.deleted.push(c.name.clone()),
         }
     }
     report
 }
 
-/// Executes the list as `opts` say.
-pub fn execute(opts: &ExecuteOptions, progress: &dyn Progress) -> Result<Report, Error> {
+/// Opens the target of a list checked whole, given its workspace.
+pub type Open<'a> = dyn Fn(&Path) -> Result<Box<dyn Target>, Error> + 'a;
+
+/// Executes the list as `opts` say, on the target `open` gives.
+pub fn execute(
+    opts: &ExecuteOptions,
+    open: &Open,
+    progress: &dyn Progress,
+) -> Result<Report, Error> {
     let prepared = prepare(opts)?;
     if opts.dry_run {
         return Ok(dry_run(&prepared));
     }
+    let mut target = open(&prepared.workspace)?;
+    run(prepared, target.as_mut(), opts, progress)
+}
+
+/// The steps, in order, on `target`.
+fn run(
+    p: Prepared,
+    target: &mut dyn Target,
+    opts: &ExecuteOptions,
+    progress: &dyn Progress,
+) -> Result<Report, Error> {
     let Prepared {
         items,
         changes,
-        workspace,
         mut standing,
-    } = prepared;
+        ..
+    } = p;
     let mut report = Report::default();
-    // The registry is asked on the first image's reference, else the first catalog's.
-    let probe_at = match (items.first(), changes.first()) {
-        (Some(c), _) => c.reference.clone(),
-        (None, Some(ch)) => crate::image::reference::parse(&ch.destination)
-            .map_err(|e| Error::Usage(e.to_string()))?,
-        (None, None) => return Ok(report),
-    };
-    let conn = &opts.image.connection;
-    Registry::new(&probe_at, conn)
-        .and_then(|mut r| r.probe_delete())
-        .map_err(|e| {
-            Error::failed(format!(
-                "{}; nothing was deleted",
-                crate::text::one_line(&e)
-            ))
-        })?;
+    if items.is_empty() && changes.is_empty() {
+        return Ok(report);
+    }
+    target
+        .probe(items.first(), &changes)
+        .map_err(|e| Error::failed(format!("{}; nothing was deleted", e.detail())))?;
     // Done / total: the catalogs rebuilt, then the images.
     progress.report(Event::Images(
         changes.iter().filter(|c| !c.whole).count() + items.len(),
     ));
-    let records = Records::new(&workspace);
-    let completed = crate::mirror::completed::read(&records.completed);
-    // Catalogs first: no catalog tag names a bundle whose images are deleted.
+    // Catalogs first: no catalog names a bundle whose images are deleted.
     for ch in changes.iter().filter(|c| !c.whole) {
         progress.report(Event::ImageStarted(&ch.destination));
-        let r = rebuild_one(ch, &standing, &opts.image)
+        let r = target
+            .rebuild(ch, &standing)
             .map_err(|e| Error::failed(format!("{}; nothing was deleted", e.detail())))?;
         if let Some(digest) = r {
             report.catalogs_rebuilt.push(ch.destination.clone());
@@ -173,9 +224,7 @@ pub fn execute(opts: &ExecuteOptions, progress: &dyn Progress) -> Result<Report,
             }
         }
         remove_bundles(&mut standing, ch);
-        standing
-            .write(&workspace)
-            .map_err(|e| Error::failed(e.to_string()))?;
+        target.record(&standing)?;
         progress.report(Event::ImageDone {
             name: &ch.destination,
             ok: true,
@@ -186,14 +235,14 @@ pub fn execute(opts: &ExecuteOptions, progress: &dyn Progress) -> Result<Report,
     // Whole catalogs go before their images; then the images.
     let mut order: Vec<&Checked> = items.iter().collect();
     order.sort_by_key(|c| c.item.kind != ItemType::OperatorCatalog);
-    let mut signed: Vec<(Reference, Vec<String>)> = Vec::new();
+    let mut signed: Vec<(&Checked, Vec<String>)> = Vec::new();
     let mut stop = false;
     for c in order {
         if stop {
             report.not_attempted += 1;
             continue;
         }
-        let dest = dest_of(c).to_string();
+        let dest = c.name.clone();
         if let Some(why) = keep_reason(c, &standing, &needed, &whole) {
             report.kept.push((dest.clone(), why));
             progress.report(Event::ImageDone {
@@ -208,18 +257,19 @@ pub fn execute(opts: &ExecuteOptions, progress: &dyn Progress) -> Result<Report,
             .get(&dest)
             .map(|i| i.digest.clone())
             .or_else(|| standing.catalogs.get(&dest).map(|c| c.digest.clone()))
-            .or_else(|| standing.deleted.get(&dest).cloned());
-        let in_use = in_use(&standing, &completed, &dest);
-        match delete_one(&c.reference, recorded.as_deref(), &in_use, conn) {
+            .or_else(|| standing.deleted.get(&dest).cloned())
+            .filter(|d| !d.is_empty());
+        let in_use = target.in_use(&standing, &dest);
+        match target.delete(c, recorded.as_deref(), &in_use) {
             Ok(Gone::Now(digests)) => {
-                records.gone(&dest, &digests[0], &c.reference);
+                target.forget(c, &digests[0]);
                 standing.delete(&dest, &digests[0]);
-                signed.push((c.reference.clone(), digests));
+                signed.push((c, digests));
                 report.deleted.push(dest.clone());
             }
             Ok(Gone::Already) => {
                 if let Some(d) = &recorded {
-                    records.gone(&dest, d, &c.reference);
+                    target.forget(c, d);
                     standing.delete(&dest, d);
                 }
                 report.already_gone.push(dest.clone());
@@ -227,7 +277,7 @@ pub fn execute(opts: &ExecuteOptions, progress: &dyn Progress) -> Result<Report,
             Ok(Gone::Moved(now)) => report.kept.push((
                 dest.clone(),
                 vec![format!(
-                    "the tag now names {now}, not the digest the workspace mirrored"
+                    "the name now gives {now}, not the digest the workspace mirrored"
                 )],
             )),
             Err(e) => {
@@ -242,19 +292,18 @@ pub fn execute(opts: &ExecuteOptions, progress: &dyn Progress) -> Result<Report,
             ok: report.failed.last().is_none_or(|(d, _)| d != &dest),
         });
     }
-    standing
-        .write(&workspace)
-        .map_err(|e| Error::failed(e.to_string()))?;
+    target.record(&standing)?;
     // Signatures last: an image is never left without its signature while it stands.
-    for (r, digests) in signed.iter().filter(|_| !opts.keep_signatures) {
-        match delete_signatures(r, digests, conn) {
+    for (c, digests) in signed.iter().filter(|_| !opts.keep_signatures) {
+        match target.signatures(c, digests) {
             Ok(n) => report.signatures += n,
             Err(e) => report.failed.push((
-                format!("signatures of {}", r.given),
+                format!("signatures of {}", c.name),
                 crate::text::one_line(&e),
             )),
         }
     }
+    report.blobs_removed = target.finish()?;
     Ok(report)
 }
 
@@ -270,9 +319,13 @@ fn sets<'a>(changes: &'a [Change], items: &'a [Checked]) -> Sets<'a> {
     let generic = items
         .iter()
         .filter(|c| c.item.kind == ItemType::Generic)
-        .map(dest_of)
+        .map(|c| c.name.as_str())
         .collect();
-    (whole, generic, items.iter().map(dest_of).collect())
+    (
+        whole,
+        generic,
+        items.iter().map(|c| c.name.as_str()).collect(),
+    )
 }
 
 /// The record after `ch`'s catalog was rebuilt: its removed bundles are no longer kept.
@@ -293,14 +346,6 @@ fn above_delete_dir(list: &Path) -> PathBuf {
         .and_then(Path::parent)
         .map(Path::to_path_buf)
         .unwrap_or_else(|| PathBuf::from("."))
-}
-
-/// An item's destination, as the records name it (without `docker://`).
-fn dest_of(c: &Checked) -> &str {
-    c.item
-        .image_reference
-        .strip_prefix("docker://")
-        .unwrap_or(&c.item.image_reference)
 }
 
 /// (repository, digest) -> what still needs it, for every image of the record: the owners
@@ -326,27 +371,6 @@ fn needed(
             out.entry(Standing::key(dest, &img.digest))
                 .or_default()
                 .extend(why);
-        }
-    }
-    out
-}
-
-/// The digests other images standing in `dest`'s repository use: their own and, for an
-/// index, its platform images' (from the record of completed images).
-fn in_use(
-    standing: &Standing,
-    completed: &crate::mirror::completed::Completed,
-    dest: &str,
-) -> BTreeSet<String> {
-    let repo = crate::mirror::standing::repository_of(dest);
-    let mut out = BTreeSet::new();
-    for (d, img) in &standing.images {
-        if d == dest || crate::mirror::standing::repository_of(d) != repo {
-            continue;
-        }
-        out.insert(img.digest.clone());
-        if let Some(children) = completed.get(&(d.clone(), img.digest.clone())) {
-            out.extend(children.iter().cloned());
         }
     }
     out
@@ -385,7 +409,7 @@ fn keep_reason(
     needed: &BTreeMap<(String, String), Vec<String>>,
     whole: &BTreeSet<&str>,
 ) -> Option<Vec<String>> {
-    let dest = dest_of(c);
+    let dest = c.name.as_str();
     if let Some(catalog) = standing.catalogs.get(dest) {
         if !whole.contains(dest) {
             return Some(vec![
@@ -399,158 +423,4 @@ fn keep_reason(
     }
     let img = standing.images.get(dest)?;
     needed.get(&Standing::key(dest, &img.digest)).cloned()
-}
-
-/// What deleting one image did.
-enum Gone {
-    /// Deleted: the manifest's digest, then its children's.
-    Now(Vec<String>),
-    Already,
-    /// The tag names another digest than the recorded one: left alone.
-    Moved(String),
-}
-
-/// Deletes the image `r` (resolving a tag to its digest first), and the platform images of an
-/// index that no other image of the repository uses (`in_use`).
-fn delete_one(
-    r: &Reference,
-    recorded: Option<&str>,
-    in_use: &BTreeSet<String>,
-    conn: &crate::registry::Connection,
-) -> anyhow::Result<Gone> {
-    let mut reg = Registry::new(r, conn)?;
-    let at = r
-        .digest
-        .clone()
-        .or_else(|| r.tag.clone())
-        .unwrap_or_default();
-    let Some(m) = reg.manifest_if_any(&at, crate::image::DEFAULT_MAX_MANIFEST_SIZE)? else {
-        return Ok(Gone::Already);
-    };
-    let digest = m
-        .digest
-        .clone()
-        .unwrap_or_else(|| crate::digest::sha256(&m.bytes));
-    if recorded.is_some_and(|rec| rec != digest) {
-        return Ok(Gone::Moved(digest));
-    }
-    let children: Vec<String> =
-        match crate::oci::manifest::parse_manifest(&m.bytes, m.content_type.as_deref()) {
-            Ok(crate::oci::manifest::Manifest::Index { manifests, .. }) => {
-                manifests.into_iter().map(|d| d.digest).collect()
-            }
-            _ => Vec::new(),
-        };
-    if reg.delete_manifest(&digest)? == Deleted::AlreadyGone {
-        return Ok(Gone::Already);
-    }
-    for child in children.iter().filter(|c| !in_use.contains(*c)) {
-        reg.delete_manifest(child)?;
-    }
-    let mut all = vec![digest];
-    all.extend(children);
-    Ok(Gone::Now(all))
-}
-
-/// Deletes the signatures, attestations, SBOMs and referrers of `digests` in `r`'s repository;
-/// returns how many manifests went.
-fn delete_signatures(
-    r: &Reference,
-    digests: &[String],
-    conn: &crate::registry::Connection,
-) -> anyhow::Result<usize> {
-    let mut reg = Registry::new(r, conn)?;
-    let limit = crate::image::DEFAULT_MAX_MANIFEST_SIZE;
-    let mut n = 0;
-    for d in digests {
-        let base = crate::digest::tag_form(d);
-        let mut found = Vec::new();
-        for suffix in [".sig", ".att", ".sbom", ""] {
-            if let Some(m) = reg.manifest_if_any(&format!("{base}{suffix}"), limit)? {
-                found.push(m.digest.unwrap_or_else(|| crate::digest::sha256(&m.bytes)));
-            }
-        }
-        if let Some(bytes) = reg.get_if_any(&format!("referrers/{d}"), limit)? {
-            if let Ok(crate::oci::manifest::Manifest::Index { manifests, .. }) =
-                crate::oci::manifest::parse_manifest(&bytes, None)
-            {
-                found.extend(manifests.into_iter().map(|m| m.digest));
-            }
-        }
-        for f in found {
-            if reg.delete_manifest(&f)? == Deleted::Now {
-                n += 1;
-            }
-        }
-    }
-    Ok(n)
-}
-
-/// Rebuilds one catalog; the digest pushed, if one was. The manifest it superseded (or
-/// one an interrupted run left) is deleted after the push, unless another catalog or image
-/// the workspace keeps in the same repository has that digest (a DELETE would take its tag).
-fn rebuild_one(
-    ch: &Change,
-    standing: &Standing,
-    image: &crate::image::ImageOptions,
-) -> Result<Option<String>, Error> {
-    let r: Reference =
-        crate::image::reference::parse(&ch.destination).map_err(|e| Error::Usage(e.to_string()))?;
-    let conn = &image.connection;
-    let current = Registry::new(&r, conn)
-        .and_then(|mut reg| {
-            let at = r
-                .tag
-                .clone()
-                .or_else(|| r.digest.clone())
-                .unwrap_or_default();
-            reg.manifest_if_any(&at, crate::image::DEFAULT_MAX_MANIFEST_SIZE)
-        })
-        .map_err(|e| Error::failed(crate::text::one_line(&e)))?
-        .map(|m| m.digest.unwrap_or_else(|| crate::digest::sha256(&m.bytes)))
-        .ok_or_else(|| {
-            Error::failed(format!(
-                "the catalog {} is not at the destination",
-                ch.destination
-            ))
-        })?;
-    let rebuilt = catalogs::rebuild(ch, &current, image)?;
-    let superseded = match &rebuilt.digest {
-        Some(new) if *new != current => Some(current.clone()),
-        Some(_) => None,
-        None if current != ch.digest => Some(ch.digest.clone()),
-        None => None,
-    };
-    let shared = |old: &str| standing.sharing(&ch.destination, old, &|_| false).is_some();
-    if let Some(old) = superseded.filter(|o| !shared(o)) {
-        Registry::new(&r, conn)
-            .and_then(|mut reg| reg.delete_manifest(&old))
-            .map_err(|e| Error::failed(crate::text::one_line(&e)))?;
-    }
-    Ok(rebuilt.digest)
-}
-
-/// The workspace's append-only records, updated as each image goes.
-struct Records {
-    completed: PathBuf,
-    placements: PathBuf,
-}
-
-impl Records {
-    fn new(workspace: &Path) -> Records {
-        Records {
-            completed: workspace.join(crate::mirror::completed::FILE),
-            placements: workspace.join("placements.tsv"),
-        }
-    }
-
-    /// The image at `dest` is gone: the record of completed images forgets it (a later run
-    /// copies it again), and no blob is mounted from its repository on a placement's word.
-    fn gone(&self, dest: &str, digest: &str, r: &Reference) {
-        // A lost line costs a question to the destination on the next run, or an upload.
-        let _ = crate::mirror::completed::append_gone(&self.completed, dest, digest);
-        if self.placements.exists() {
-            let _ = crate::mirror::placements::forget(&self.placements, &r.registry, &r.repository);
-        }
-    }
 }

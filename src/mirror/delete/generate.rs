@@ -7,23 +7,22 @@ use super::list::{Item, ItemType};
 use super::{Change, DeletePlan, Kept, Planned};
 use crate::error::Error;
 use crate::mirror::config::{unique_name, ImageSetConfiguration};
-use crate::mirror::standing::{repository_of, Owner, Standing};
+use crate::mirror::destination::Destination;
+use crate::mirror::standing::{Owner, Standing};
 use std::collections::{BTreeMap, BTreeSet};
 
-/// Bundles by package.
-pub type Bundles = BTreeMap<String, BTreeSet<String>>;
+pub use crate::mirror::standing::Bundles;
 
-/// Makes the plan: `cfg` (the `delete:` section) against `standing`, the destination
-/// `REGISTRY[/PREFIX]`, pulling the catalogs it selects inside with `image`.
+/// Makes the plan: `cfg` (the `delete:` section) against `standing`, the record of
+/// `destination`, pulling the catalogs it selects inside with `image`.
 pub fn plan(
     cfg: &ImageSetConfiguration,
     standing: &Standing,
-    destination: &str,
+    destination: &Destination,
     image: &crate::image::ImageOptions,
 ) -> Result<DeletePlan, Error> {
-    let base = format!("{}/", destination.trim_end_matches('/'));
     let mut out = DeletePlan {
-        destination: destination.trim_end_matches('/').to_string(),
+        destination: destination.given(),
         ..Default::default()
     };
     for op in &cfg.mirror.operators {
@@ -31,12 +30,12 @@ pub fn plan(
         let found: Vec<(&String, &crate::mirror::standing::Catalog)> = standing
             .catalogs
             .iter()
-            .filter(|(d, c)| c.source == op.catalog && c.entry == name && d.starts_with(&base))
+            .filter(|(d, c)| c.source == op.catalog && c.entry == name && destination.holds(d))
             .collect();
         if found.is_empty() {
             return Err(Error::Usage(format!(
-                "catalog {name}: this workspace has not mirrored it to {destination} (see its {})",
-                crate::mirror::standing::FILE
+                "catalog {name}: this workspace has not mirrored it to {}",
+                destination.given()
             )));
         }
         for (dest, c) in found {
@@ -44,7 +43,7 @@ pub fn plan(
             let removed: Bundles = if whole {
                 c.bundles.clone()
             } else {
-                let pinned = format!("{}@{}", repository_of(dest), c.digest);
+                let pinned = destination.pinned(dest, &c.digest);
                 let (fbc, _) = super::catalogs::pull(&pinned, image)?;
                 let selected = crate::mirror::filter::filter(&fbc, op)
                     .map_err(|e| Error::Usage(format!("catalog {name}: {e}")))?;
@@ -66,7 +65,7 @@ pub fn plan(
         .map(|a| a.name.as_str())
         .collect();
     let changes = out.catalogs.clone();
-    decide(standing, &mut out, &base, &|_, owner, img| {
+    decide(standing, &mut out, destination, &|_, owner, img| {
         goes(owner, &changes, &img.source, &additional)
     });
     Ok(out)
@@ -117,11 +116,11 @@ pub fn owner_line(o: &Owner) -> String {
 /// Whether an owner of the image at a destination goes (`goes(destination, owner, image)`).
 pub type Goes<'a> = dyn Fn(&str, &Owner, &crate::mirror::standing::Image) -> bool + 'a;
 
-/// Sorts every image under `base` an owner of which goes into deleted (nothing else names it,
+/// Sorts every image under `destination` an owner of which goes into deleted (nothing else names it,
 /// nor its digest in its repository) and kept (with what still needs it); then the catalogs
 /// the plan deletes whole, unless a catalog or image that stays has the same digest in the
 /// same repository (a DELETE by digest would take its tag too).
-pub fn decide(standing: &Standing, plan: &mut DeletePlan, base: &str, goes: &Goes) {
+pub fn decide(standing: &Standing, plan: &mut DeletePlan, destination: &Destination, goes: &Goes) {
     // (repository, digest) -> what still names any image of it.
     let mut needed: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
     let mut touched: Vec<(&String, &crate::mirror::standing::Image, ItemType)> = Vec::new();
@@ -130,7 +129,7 @@ pub fn decide(standing: &Standing, plan: &mut DeletePlan, base: &str, goes: &Goe
             img.named_by.iter().partition(|o| goes(dest, o, img));
         let key = Standing::key(dest, &img.digest);
         let still: Vec<String> = staying.iter().map(|o| owner_line(o)).collect();
-        if !still.is_empty() || going.is_empty() || !dest.starts_with(base) {
+        if !still.is_empty() || going.is_empty() || !destination.holds(dest) {
             needed.entry(key).or_default().extend(still);
         }
         if let Some(first) = going.first() {
@@ -194,13 +193,13 @@ pub fn decide(standing: &Standing, plan: &mut DeletePlan, base: &str, goes: &Goe
     plan.delete.extend(catalogs);
 }
 
-/// The list's items for `plan`.
-pub fn items(plan: &DeletePlan) -> Vec<Item> {
+/// The list's items for `plan`, named as `destination` names them.
+pub fn items(plan: &DeletePlan, destination: &Destination) -> Vec<Item> {
     plan.delete
         .iter()
         .map(|p| Item {
             image_name: p.source.clone(),
-            image_reference: format!("docker://{}", p.destination),
+            image_reference: destination.reference(&p.destination),
             kind: p.kind,
         })
         .collect()

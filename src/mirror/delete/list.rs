@@ -7,6 +7,7 @@
 //! or has a type opreg does not mirror is refused whole.
 
 use crate::image::reference::{self, Reference};
+use crate::mirror::destination::Destination;
 use crate::mirror::MirrorError;
 use serde::{Deserialize, Serialize};
 
@@ -116,19 +117,23 @@ pub fn read(text: &str, name: &str) -> Result<DeleteImageList, MirrorError> {
     serde_json::from_value(doc).map_err(|e| MirrorError::from(format!("{name}: {e}")))
 }
 
-/// An item checked: its destination reference parsed.
+/// An item checked: its name in the destination's record, and that name parsed.
 #[derive(Clone, Debug)]
 pub struct Checked {
     pub item: Item,
+    /// The record's name (the reference without `docker://`; in a layout, the image's name).
+    pub name: String,
     pub reference: Reference,
 }
 
-/// Checks every item against `destination` (`REGISTRY[/PREFIX]`, without `docker://`): each
-/// `imageReference` must be a `docker://` reference by tag or digest inside it, and each type
-/// one opreg mirrors. Every problem is reported, one line each naming the item's number and
+/// Checks every item against `destination`: each `imageReference` must be of its form
+/// (`docker://` a reference inside `REGISTRY[/PREFIX]`, or `oci:DIR:NAME` of a mirror on
+/// disk), by tag or digest, and each type one opreg mirrors. Every problem is reported, one line each naming the item's number and
 /// `imageReference`; any problem refuses the whole list.
-pub fn check(list: &DeleteImageList, destination: &str) -> Result<Vec<Checked>, MirrorError> {
-    let base = destination.trim_end_matches('/');
+pub fn check(
+    list: &DeleteImageList,
+    destination: &Destination,
+) -> Result<Vec<Checked>, MirrorError> {
     let mut problems = Vec::new();
     let mut out = Vec::new();
     let unmirrored: Vec<&str> = list
@@ -147,8 +152,11 @@ pub fn check(list: &DeleteImageList, destination: &str) -> Result<Vec<Checked>, 
     }
     for (i, item) in list.items.iter().enumerate() {
         let at = format!("item {} (imageReference {:?})", i + 1, item.image_reference);
-        let Some(r) = item.image_reference.strip_prefix("docker://") else {
-            problems.push(format!("{at}: not a docker:// reference"));
+        let Some(r) = destination.name_of(&item.image_reference) else {
+            problems.push(format!(
+                "{at}: not of the form {}",
+                destination.reference("NAME")
+            ));
             continue;
         };
         let parsed = match reference::parse(r) {
@@ -162,13 +170,17 @@ pub fn check(list: &DeleteImageList, destination: &str) -> Result<Vec<Checked>, 
                 continue;
             }
         };
-        let name = format!("{}/{}", parsed.registry, parsed.repository);
-        if !name.starts_with(&format!("{base}/")) {
-            problems.push(format!("{at}: outside the destination {base}"));
+        let repository = format!("{}/{}", parsed.registry, parsed.repository);
+        if !destination.holds(&repository) {
+            problems.push(format!(
+                "{at}: outside the destination {}",
+                destination.given()
+            ));
             continue;
         }
         out.push(Checked {
             item: item.clone(),
+            name: r.to_string(),
             reference: parsed,
         });
     }
@@ -185,6 +197,10 @@ pub fn check(list: &DeleteImageList, destination: &str) -> Result<Vec<Checked>, 
 mod tests {
     use super::*;
 
+    fn reg(d: &str) -> Destination {
+        Destination::Registry(d.into())
+    }
+
     /// oc-mirror's unit fixture (`tests/unit/testdata/delete/delete-images.yaml`), as it is,
     /// the space after `items:` included.
     const OC_MIRROR_FIXTURE: &str = "apiVersion: mirror.openshift.io/v2alpha1\nkind: DeleteImageList\nitems: \n  - imageName: quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:c32a883a6ca7b2e7a58b9dd99a5e8d056bdbbc9d79d8486b2e4c7e07c3dc4512\n    imageReference: docker://localhost:5000/myregistry/openshift/release:4.15.12-x86_64-agent-installer-api-server\n    type: ocpReleaseContent\n";
@@ -198,7 +214,7 @@ mod tests {
             "docker://localhost:5000/myregistry/openshift/release:4.15.12-x86_64-agent-installer-api-server"
         );
         assert_eq!(list.items[0].kind, ItemType::OcpReleaseContent);
-        let e = check(&list, "localhost:5000/myregistry")
+        let e = check(&list, &reg("localhost:5000/myregistry"))
             .unwrap_err()
             .to_string();
         assert!(
@@ -224,24 +240,29 @@ mod tests {
         assert!(text.ends_with("kind: DeleteImageList\n"), "{text}");
         let back = read(&text, "x").unwrap();
         assert_eq!(back.items.len(), 2);
-        assert_eq!(check(&back, "localhost:5000/myregistry").unwrap().len(), 2);
+        assert_eq!(
+            check(&back, &reg("localhost:5000/myregistry"))
+                .unwrap()
+                .len(),
+            2
+        );
     }
 
     #[test]
     fn a_bad_item_refuses_the_whole_list_naming_it() {
         let text = "apiVersion: mirror.openshift.io/v2alpha1\nkind: DeleteImageList\nitems:\n- imageName: a/b:1\n  imageReference: docker://m:5000/p/a/b:1\n  type: generic\n- imageName: c/d:1\n  imageReference: docker://other:5000/p/c/d:1\n  type: generic\n- imageName: e:1\n  imageReference: m:5000/p/e:1\n  type: operatorBundle\n- imageName: f\n  imageReference: docker://m:5000/p/F:1\n  type: generic\n";
         let list = read(text, "x").unwrap();
-        let e = check(&list, "m:5000/p").unwrap_err().to_string();
-        assert!(e.contains("item 2 (imageReference \"docker://other:5000/p/c/d:1\"): outside the destination m:5000/p"), "{e}");
+        let e = check(&list, &reg("m:5000/p")).unwrap_err().to_string();
+        assert!(e.contains("item 2 (imageReference \"docker://other:5000/p/c/d:1\"): outside the destination docker://m:5000/p"), "{e}");
         assert!(
-            e.contains("item 3 (imageReference \"m:5000/p/e:1\"): not a docker:// reference"),
+            e.contains("item 3 (imageReference \"m:5000/p/e:1\"): not of the form docker://NAME"),
             "{e}"
         );
         assert!(e.contains("item 4 "), "{e}");
         assert!(!e.contains("item 1 "), "{e}");
         // A prefix is a whole path element: m:5000/pp is not inside m:5000/p.
         let t = text.replace("other:5000/p/", "m:5000/pp/");
-        let e = check(&read(&t, "x").unwrap(), "m:5000/p")
+        let e = check(&read(&t, "x").unwrap(), &reg("m:5000/p"))
             .unwrap_err()
             .to_string();
         assert!(e.contains("item 2 ") && e.contains("outside"), "{e}");
@@ -259,5 +280,15 @@ mod tests {
             "{e}"
         );
         assert!(read("kind: ImageSetConfiguration\napiVersion: x\n", "l").is_err());
+        // A mirror on disk's list names its layout.
+        let disk = Destination::Disk("/m/d".into());
+        let t = text
+            .replace("docker://m:5000/p/a/b:1", "oci:/m/d:q.io/a/b:1")
+            .replace("docker://other:5000/p/c/d:1", "oci:/m/e:q.io/c/d:1");
+        let e = check(&read(&t, "x").unwrap(), &disk)
+            .unwrap_err()
+            .to_string();
+        assert!(!e.contains("item 1 ") && e.contains("item 2 "), "{e}");
+        assert!(e.contains("not of the form oci:/m/d:NAME"), "{e}");
     }
 }

@@ -2,21 +2,26 @@
 //! turns a `DeleteImageSetConfiguration` and the workspace's record of what stands into
 //! oc-mirror's `DeleteImageList` and opreg's plan beside it (every image deleted or kept, and
 //! why; the catalogs to rebuild). Phase 2 ([`execute`]) checks the list again, rebuilds the
-//! catalogs first, then deletes each image by digest, then its signatures, updating the
-//! records as it goes.
+//! catalogs first, then deletes each image (by digest at a registry, by name in a mirror on
+//! disk), then its signatures, updating the records as it goes.
 //!
 //! | module | owns |
 //! |---|---|
 //! | [`catalogs`] | a catalog rebuilt without the removed bundles, pushed before any image goes |
 //! | [`list`] | oc-mirror's `DeleteImageList`: read, written, checked against the destination |
 //! | [`generate`] | phase 1: what a delete configuration deletes and keeps, per (repository, digest) |
-//! | [`execute`] | phase 2: the probe, catalogs rebuilt, images and signatures deleted, records updated |
+//! | [`execute`] | phase 2: the probe, catalogs rebuilt, images and signatures deleted, records updated, in that order, on a [`execute::Target`] |
+//! | [`registry`] | phase 2's target at a registry: DELETE by digest, catalogs pushed, the workspace's records |
+//! | [`disk`] | a mirror on disk (`file://DIR`) as a record and as phase 2's target: names leave the layout, unused blobs go, listing and history follow |
 
 pub mod catalogs;
+pub mod disk;
 pub mod execute;
 pub mod generate;
 pub mod list;
+pub mod registry;
 
+use crate::mirror::destination::Destination;
 use crate::mirror::MirrorError;
 use list::ItemType;
 use serde::{Deserialize, Serialize};
@@ -95,9 +100,10 @@ pub fn write(
     workspace: &Path,
     id: Option<&str>,
     plan: &DeletePlan,
+    destination: &Destination,
 ) -> Result<PathBuf, MirrorError> {
     let list = list_path(workspace, id);
-    let text = list::write(&generate::items(plan));
+    let text = list::write(&generate::items(plan, destination));
     crate::mirror::workspace::write_named(&list, text.as_bytes())?;
     let json = serde_json::to_vec_pretty(plan).unwrap_or_default();
     crate::mirror::workspace::write_named(&plan_path(&list), &json)?;
@@ -105,14 +111,14 @@ pub fn write(
 }
 
 /// Phase 1: reads the `DeleteImageSetConfiguration` at `config` and the workspace's record,
-/// plans the deletion from `destination` (`REGISTRY[/PREFIX]`), and writes the list and the
-/// plan into `workspace` (nothing else: the registry is only read, `cluster-resources` is left
-/// alone). Returns the list's path and the plan.
+/// plans the deletion from `destination`, and writes the list and the plan into `workspace`
+/// (nothing else: the registry or layout is only read, `cluster-resources` is left alone).
+/// A mirror on disk is its own workspace. Returns the list's path and the plan.
 pub fn generate(
     config: &Path,
     workspace: &Path,
     id: Option<&str>,
-    destination: &str,
+    destination: &Destination,
     image: &crate::image::ImageOptions,
 ) -> Result<(PathBuf, DeletePlan), crate::error::Error> {
     use crate::error::Error;
@@ -120,11 +126,43 @@ pub fn generate(
     let text = std::fs::read_to_string(config).map_err(|e| Error::Usage(format!("{name}: {e}")))?;
     let cfg = crate::mirror::config::parse_delete(&text)
         .map_err(|e| Error::Usage(format!("{name}: {e}")))?;
-    let standing = crate::mirror::standing::Standing::read(workspace)
-        .map_err(|e| Error::Usage(e.to_string()))?;
+    let standing = record_of(destination, workspace)?;
     let plan = generate::plan(&cfg, &standing, destination, image)?;
-    let list = write(workspace, id, &plan).map_err(|e| Error::failed(e.to_string()))?;
+    let list =
+        write(workspace, id, &plan, destination).map_err(|e| Error::failed(e.to_string()))?;
     Ok((list, plan))
+}
+
+/// What stands at `destination` by the record: a registry's in `workspace`'s
+/// `standing.json`, a mirror on disk's in its listing and layout.
+pub fn record_of(
+    destination: &Destination,
+    workspace: &Path,
+) -> Result<crate::mirror::standing::Standing, crate::error::Error> {
+    let usage = |e: MirrorError| crate::error::Error::Usage(e.to_string());
+    match destination {
+        Destination::Registry(_) => {
+            crate::mirror::standing::Standing::read(workspace).map_err(usage)
+        }
+        Destination::Disk(dir) => disk::standing(dir),
+    }
+}
+
+/// Phase 2: executes the list as `opts` say, at a registry or in a mirror on disk.
+pub fn execute(
+    opts: &execute::ExecuteOptions,
+    progress: &dyn crate::progress::Progress,
+) -> Result<execute::Report, crate::error::Error> {
+    let image = opts.image.clone();
+    let open = |workspace: &Path| -> Result<Box<dyn execute::Target>, crate::error::Error> {
+        Ok(match &opts.destination {
+            Destination::Registry(_) => {
+                Box::new(registry::AtRegistry::new(workspace, image.clone()))
+            }
+            Destination::Disk(dir) => Box::new(disk::OnDisk::open(dir, image.clone())?),
+        })
+    };
+    execute::execute(opts, &open, progress)
 }
 
 /// The plan beside `list`, if there is one.
