@@ -90,6 +90,14 @@ fn prune_deletes_what_the_configuration_dropped_and_nothing_else() {
     );
     assert!(raw(&other).is_some() && raw(&ubi_there).is_some(), "{err}");
 
+    // A run that fails anywhere (an image it cannot copy) prunes nothing.
+    let missing = format!("{h}/tools/missing:1");
+    let failing = config(&ctx, "failing.yaml", &src, &["etcd"], &[missing]);
+    let (code, err) = run(&ctx, &failing, &ws, &dest, &["--prune"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(!err.contains("deleted"), "{err}");
+    assert!(raw(&other).is_some() && raw(&ubi_there).is_some(), "{err}");
+
     // --prune deletes exactly those; everything etcd needs stands.
     let (code, err) = run(&ctx, &etcd, &ws, &dest, &["--prune"]);
     assert_eq!(code, 0, "{err}");
