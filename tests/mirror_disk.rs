@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 /// The layout's names and their digests.
-fn names(dir: &Path) -> BTreeMap<String, String> {
+pub fn names(dir: &Path) -> BTreeMap<String, String> {
     let index: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.join("index.json")).unwrap()).unwrap();
     index["manifests"]

@@ -6,29 +6,11 @@
 
 use super::delete::{delete, delete_config, served_packages};
 use super::{at, raw, watch};
+use crate::mirror_disk::names;
 use crate::mirror_support::Source;
 use crate::registry_support::ctx::Ctx;
 use crate::registry_support::Registry;
-use std::collections::BTreeMap;
 use std::path::Path;
-
-/// The layout's names and their digests.
-fn names(dir: &Path) -> BTreeMap<String, String> {
-    let index: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(dir.join("index.json")).unwrap()).unwrap();
-    index["manifests"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| {
-            let name = m["annotations"]["org.opencontainers.image.ref.name"].as_str();
-            (
-                name.unwrap_or("").to_string(),
-                m["digest"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect()
-}
 
 fn blobs(dir: &Path) -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(dir.join("blobs/sha256"))
