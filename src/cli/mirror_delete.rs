@@ -199,8 +199,13 @@ fn kept_and_failed(r: &execute::Report, note: &dyn Fn(String)) {
 /// everything listed was done.
 pub(super) fn summary(r: &execute::Report, note: &dyn Fn(String)) -> bool {
     kept_and_failed(r, note);
+    // A target that collects its own blobs is a mirror on disk: nothing is pushed there.
+    let on_disk = r.blobs_removed.is_some();
     for c in &r.catalogs_rebuilt {
-        note(format!("catalog rebuilt and pushed: {c}"));
+        match on_disk {
+            true => note(format!("catalog rebuilt in the layout: {c}")),
+            false => note(format!("catalog rebuilt and pushed: {c}")),
+        }
     }
     note(format!(
         "deleted {} ({} already gone, {} kept, {} failed) and {}",
@@ -214,7 +219,7 @@ pub(super) fn summary(r: &execute::Report, note: &dyn Fn(String)) -> bool {
             "signatures and attachments"
         )
     ));
-    if !r.catalogs_rebuilt.is_empty() {
+    if !r.catalogs_rebuilt.is_empty() && !on_disk {
         note("clusters whose CatalogSource does not poll the registry (no spec.updateStrategy) must be refreshed to see the rebuilt catalogs".into());
     }
     if r.not_attempted > 0 {

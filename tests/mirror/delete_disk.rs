@@ -98,6 +98,12 @@ fn a_delete_on_disk_leaves_only_what_remains_for_the_push_from_disk() {
     let blobs_after = blobs(&disk);
     assert!(blobs_after.len() < blobs_before.len(), "{err}");
     assert!(err.contains("that no remaining image uses"), "{err}");
+    assert!(
+        err.contains("catalog rebuilt in the layout: catalogs/operators:v1")
+            && !err.contains("pushed")
+            && !err.contains("CatalogSource"),
+        "{err}"
+    );
     let history = std::fs::read_to_string(disk.join("history.json")).unwrap();
     for b in blobs_before.iter().filter(|b| !blobs_after.contains(b)) {
         assert!(!history.contains(b.as_str()), "{b} left the history");
