@@ -8,7 +8,7 @@ use super::{at, mirror, raw};
 use crate::mirror_support::Source;
 use crate::registry_support::ctx::Ctx;
 use crate::registry_support::{sha, Registry};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Writes a DeleteImageSetConfiguration with `body` under `delete:`.
@@ -27,6 +27,28 @@ pub(super) fn delete(ctx: &Ctx, args: &[&str]) -> (i32, String, String) {
     let mut all = vec!["mirror", "delete", "--use-http"];
     all.extend_from_slice(args);
     ctx.run(&all)
+}
+
+/// `opreg mirror delete --generate --config CFG --workspace WS docker://DEST`.
+pub(super) fn generate(ctx: &Ctx, cfg: &Path, ws: &Path, dest: &str) -> (i32, String, String) {
+    let target = format!("docker://{dest}");
+    let (cfg, ws) = (cfg.to_str().unwrap(), ws.to_str().unwrap());
+    delete(
+        ctx,
+        &["--generate", "--config", cfg, "--workspace", ws, &target],
+    )
+}
+
+/// `opreg mirror delete --delete-yaml-file LIST docker://DEST`.
+pub(super) fn execute(ctx: &Ctx, list: &Path, dest: &str) -> (i32, String, String) {
+    delete(
+        ctx,
+        &[
+            "--delete-yaml-file",
+            list.to_str().unwrap(),
+            &format!("docker://{dest}"),
+        ],
+    )
 }
 
 /// The catalog at `reference`, rendered by opreg.
@@ -142,14 +164,7 @@ fn generate_review_execute_deletes_exactly_the_listed_images_and_their_signature
     for g in &gone {
         assert!(raw(g).is_some(), "{g} stands after phase 1");
     }
-    let (code, _, err) = delete(
-        &ctx,
-        &[
-            "--delete-yaml-file",
-            list.to_str().unwrap(),
-            &format!("docker://{dest}"),
-        ],
-    );
+    let (code, _, err) = execute(&ctx, &list, &dest);
     assert_eq!(code, 0, "{err}");
     assert!(
         err.contains("clusters whose CatalogSource does not poll"),
@@ -183,14 +198,7 @@ fn generate_review_execute_deletes_exactly_the_listed_images_and_their_signature
     assert_eq!(code, 0, "{err}");
     assert_eq!(served_packages(&catalog), ["dep"]);
     // The same command again: nothing left to do, nothing else deleted.
-    let (code, _, err) = delete(
-        &ctx,
-        &[
-            "--delete-yaml-file",
-            list.to_str().unwrap(),
-            &format!("docker://{dest}"),
-        ],
-    );
+    let (code, _, err) = execute(&ctx, &list, &dest);
     assert_eq!(code, 0, "{err}");
     assert!(raw(&dep).is_some() && raw(&catalog).is_some(), "{err}");
     let listed = text.matches("imageReference:").count();
@@ -231,17 +239,7 @@ fn an_image_another_catalog_names_is_kept_with_the_reason() {
     );
     assert_eq!(code, 0, "{err}");
     let del = delete_config(&ctx, &format!("  operators:\n  - catalog: {h}/catalogs/operators:v1\n    packages:\n    - name: etcd\n"));
-    let (code, _, err) = delete(
-        &ctx,
-        &[
-            "--generate",
-            "--config",
-            del.to_str().unwrap(),
-            "--workspace",
-            ws.to_str().unwrap(),
-            &format!("docker://{dest}"),
-        ],
-    );
+    let (code, _, err) = generate(&ctx, &del, &ws, &dest);
     assert_eq!(code, 0, "{err}");
     let v2 = format!("{dest}/catalogs/operators:v2");
     assert!(err.contains(&format!("of the catalog {v2}")), "{err}");
@@ -256,14 +254,7 @@ fn an_image_another_catalog_names_is_kept_with_the_reason() {
         "{plan}"
     );
     let list = ws.join("delete/delete-images.yaml");
-    let (code, _, err) = delete(
-        &ctx,
-        &[
-            "--delete-yaml-file",
-            list.to_str().unwrap(),
-            &format!("docker://{dest}"),
-        ],
-    );
+    let (code, _, err) = execute(&ctx, &list, &dest);
     assert_eq!(code, 0, "{err}");
     // v1 no longer names etcd; v2 does, and every etcd image stands.
     let v1 = render(&ctx, &format!("{dest}/catalogs/operators:v1"));
@@ -288,29 +279,12 @@ fn a_registry_that_refuses_deletes_stops_the_run_with_nothing_deleted() {
             src.catalog()
         ),
     );
-    let (code, _, err) = delete(
-        &ctx,
-        &[
-            "--generate",
-            "--config",
-            cfg.to_str().unwrap(),
-            "--workspace",
-            ws.to_str().unwrap(),
-            &format!("docker://{dest}"),
-        ],
-    );
+    let (code, _, err) = generate(&ctx, &cfg, &ws, &dest);
     assert_eq!(code, 0, "{err}");
     let catalog = format!("{dest}/catalogs/operators:v1");
     let before = sha(&raw(&catalog).unwrap());
     let list = ws.join("delete/delete-images.yaml");
-    let (code, _, err) = delete(
-        &ctx,
-        &[
-            "--delete-yaml-file",
-            list.to_str().unwrap(),
-            &format!("docker://{dest}"),
-        ],
-    );
+    let (code, _, err) = execute(&ctx, &list, &dest);
     assert_eq!(code, 1, "{err}");
     let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("error:")).collect();
     assert_eq!(errors.len(), 1, "{err}");
