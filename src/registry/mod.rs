@@ -414,7 +414,11 @@ impl Registry {
         let url = format!("{}/v2/", self.base);
         let resp = self.get(&url, None)?;
         match resp.status().as_u16() {
-            200..=299 => Ok(()),
+            // The answer read to its end, so that its connection goes back to the agent's
+            // pool for the requests that follow.
+            200..=299 => {
+                read_limited(resp.into_body().into_reader(), 64 * 1024, "answer").map(drop)
+            }
             _ => Err(self.status_error("the API root /v2/", resp)),
         }
     }

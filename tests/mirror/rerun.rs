@@ -2,7 +2,7 @@
 //! earlier run completed (the workspace's record), the destination first for a source named by
 //! digest (the source is not asked for a manifest the destination holds), signatures that
 //! appeared at the source since still copied, and one connection per copying thread and side,
-//! not one per image.
+//! not one per image (the up-front check of each registry included).
 
 use super::{mirror, raw, watch};
 use crate::registry_support::ctx::Ctx;
@@ -205,5 +205,41 @@ fn the_images_of_a_run_share_connections() {
     assert!(
         to_src <= 3 && to_dst <= 3,
         "8 images, 2 at a time, made {to_src} connections to the source and {to_dst} to the destination"
+    );
+}
+
+#[test]
+fn the_up_front_check_leaves_its_connection_for_the_images() {
+    let src = Registry::http();
+    let src_relay = Throttle::start(src.port, 0);
+    let dst = Registry::http();
+    let dst_relay = Throttle::start(dst.port, 0);
+    src.push("app/one", "v1", &image("app/one", "amd64"));
+    let ctx = Ctx::new();
+    let cfg = config(&ctx, &[format!("{}/app/one:v1", src_relay.host())]);
+    let ws = ctx.path("ws");
+    let args = [
+        "--parallel-images",
+        "1",
+        "--config",
+        cfg.as_str(),
+        "--workspace",
+        ws.to_str().unwrap(),
+        &format!("docker://{}/m", dst_relay.host()),
+    ];
+    let (code, _, err) = mirror(&ctx, &args);
+    assert_eq!(code, 0, "{err}");
+    let (src_before, dst_before) = (src_relay.connections(), dst_relay.connections());
+    let (code, _, err) = mirror(&ctx, &args);
+    assert_eq!(code, 0, "{err}");
+    // Each registry's API root is asked first; the rest of the run goes over that connection.
+    let (to_src, to_dst) = (
+        src_relay.connections() - src_before,
+        dst_relay.connections() - dst_before,
+    );
+    assert_eq!(
+        (to_src, to_dst),
+        (1, 1),
+        "one image, one at a time: connections made to the source and to the destination"
     );
 }
