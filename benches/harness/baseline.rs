@@ -19,6 +19,20 @@ const WORSE: &str = "**worse**";
 /// What the report calls the build under test.
 pub const THIS_BUILD: &str = "this build";
 
+/// Full ListBundles calls per build and round (each a tenth of a second or so, and as noisy:
+/// more samples steady the median).
+const LISTS_PER_ROUND: usize = 10;
+
+/// Server starts per build and round.
+const STARTS_PER_ROUND: usize = 6;
+
+/// Runs of each unary load point per build and round, each [`UNARY_SECONDS`] long (after the
+/// warm-up; shorter when the plan's duration is). On two cores, 64 callers and the server share the CPUs, and a run's calls/s
+/// varies from one run to the next by up to half (a second run is not steadier than a first):
+/// many short runs give a steadier median than a few long ones.
+const UNARY_PER_ROUND: usize = 8;
+const UNARY_SECONDS: f64 = 1.0;
+
 /// Samples of one build.
 #[derive(Default)]
 struct Side {
@@ -39,6 +53,8 @@ pub struct Compared {
     /// What the report calls the build compared with the baseline.
     label: String,
     sides: [Side; 2],
+    /// How long each unary run measured.
+    unary_dur: Duration,
 }
 
 /// What [`measure`] compares, where, and how long.
@@ -60,7 +76,8 @@ pub struct Plan<'a> {
 /// step.
 pub fn measure(rt: &tokio::runtime::Runtime, p: &Plan) -> Compared {
     eprintln!("harness: == {} against {} ==", p.bin_label, p.label);
-    let (catalog, work, warmup, dur, rounds) = (p.catalog, p.work, p.warmup, p.dur, p.rounds);
+    let (catalog, work, warmup, rounds) = (p.catalog, p.work, p.warmup, p.rounds);
+    let unary_dur = p.dur.min(Duration::from_secs_f64(UNARY_SECONDS));
     let bins = [p.baseline, p.bin];
     let mut sides = [Side::default(), Side::default()];
     let dbs = [work.join("baseline-0.db"), work.join("baseline-1.db")];
@@ -83,8 +100,9 @@ pub fn measure(rt: &tokio::runtime::Runtime, p: &Plan) -> Compared {
         }
     }
     let keys = Arc::new(read_keys(&dbs[1]));
-    // Start-up and idle RSS (0.5 s after SERVING), a fresh server each time.
-    for _ in 0..rounds * 2 {
+    // Start-up and idle RSS (0.5 s after SERVING), a fresh server each time: about ten
+    // milliseconds, varying by a fifth, so many times.
+    for _ in 0..rounds * STARTS_PER_ROUND {
         for i in 0..2 {
             let mut s = Server::spawn(bins[i], &dbs[i], None, &log);
             let t = rt
@@ -96,8 +114,8 @@ pub fn measure(rt: &tokio::runtime::Runtime, p: &Plan) -> Compared {
         }
     }
     // ListBundles and the unary runs: both builds' servers up at once, each load point measured
-    // on one build and then the other (the order flipped every round), twice per round, so that
-    // drift in the machine's speed falls on both builds alike.
+    // on one build and then the other (the order flipped every round), several times per round,
+    // so that drift in the machine's speed falls on both builds alike.
     for round in 0..rounds {
         let servers: Vec<Server> = (0..2)
             .map(|i| {
@@ -110,7 +128,7 @@ pub fn measure(rt: &tokio::runtime::Runtime, p: &Plan) -> Compared {
             })
             .collect();
         let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
-        for _ in 0..2 {
+        for _ in 0..LISTS_PER_ROUND {
             for i in order {
                 sides[i]
                     .list_s
@@ -119,7 +137,7 @@ pub fn measure(rt: &tokio::runtime::Runtime, p: &Plan) -> Compared {
         }
         for rpc in [Rpc::GetPackage, Rpc::GetBundleThatReplaces] {
             for callers in [1, 64] {
-                for _ in 0..2 {
+                for _ in 0..UNARY_PER_ROUND {
                     for i in order {
                         let st = rt.block_on(load::unary(
                             &servers[i],
@@ -127,7 +145,7 @@ pub fn measure(rt: &tokio::runtime::Runtime, p: &Plan) -> Compared {
                             callers,
                             keys.clone(),
                             warmup,
-                            dur,
+                            unary_dur,
                         ));
                         let u = &mut sides[i].unary;
                         match u.iter_mut().find(|r| r.0 == rpc && r.1 == callers) {
@@ -163,6 +181,7 @@ pub fn measure(rt: &tokio::runtime::Runtime, p: &Plan) -> Compared {
         baseline_label: p.label.to_string(),
         label: p.bin_label.to_string(),
         sides,
+        unary_dur,
     }
 }
 
@@ -318,15 +337,20 @@ pub fn section(report: &mut String, catalog: &str, c: &Compared) -> Vec<(String,
         "\n## {title}\n\n**{catalog}**. Measured in this run, alternately, {this} and the baseline \
          build (`{}`, built by `scripts/bench.sh` with the same toolchain): ingest \
          ×{n}, start-up and idle RSS ×{s2} (a fresh server each), then {n} times both builds' \
-         servers side by side: ListBundles ×2 and every unary load point ×2, each step on one \
-         build and then the other; `opreg upgrade` as in the table above, \
-         ×{n}; `opreg image build` of the catalog's directory into an OCI layout (onto a \
-         one-layer base) and `opreg mirror` of the catalog image (its additionalImages) from one \
-         `docker-registry` on loopback to a new repository of another, ×{n}. A figure is worse by more than noise when the median of {this} is more than 5 % \
-         worse than the baseline's and the two builds' samples do not overlap.\n",
+         servers side by side: ListBundles ×{LISTS_PER_ROUND} and every unary load point \
+         ×{UNARY_PER_ROUND} ({secs} s each), each step on one build and then the other (the order flipped every \
+         round); `opreg upgrade` as in the table above, ×{n}; `opreg image build` of the \
+         catalog's directory into an OCI layout (onto a one-layer base), ×{builds}, and `opreg \
+         mirror` of the catalog image (its additionalImages) from one `docker-registry` on \
+         loopback to a new repository of another, ×{mirrors}, the order of the builds flipped \
+         every round. A figure is worse by more than noise when the median of {this} is more \
+         than 5 % worse than the baseline's and the two builds' samples do not overlap.\n",
         c.baseline_label,
         n = c.sides[1].ingest.len(),
         s2 = c.sides[1].start_ms.len(),
+        builds = c.sides[1].image_build.len(),
+        mirrors = c.sides[1].mirror.len(),
+        secs = c.unary_dur.as_secs_f64(),
     );
     let _ = writeln!(
         report,

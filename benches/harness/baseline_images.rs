@@ -1,13 +1,19 @@
 //! The registry side of the side-by-side comparison ([`crate::baseline`]): `opreg image build`
 //! of the catalog into an OCI layout (onto the one-layer base of [`crate::image_build`]), and
 //! `opreg mirror` of the catalog image from one `docker-registry` on loopback to another (a new
-//! repository and workspace each time, so every blob is sent), each build in turn.
+//! repository and workspace each time, so every blob is sent), each build in turn, the order
+//! flipped every round. A mirror takes a tenth of a second or so, and varies by a fifth from one
+//! run to the next: it is measured [`MIRRORS_PER_ROUND`] times per round.
 
 use crate::procs::{run_child, ChildStats};
 use std::path::Path;
 use std::process::Command;
 
-/// Samples of the two builds (index 0 the baseline), `rounds` each.
+/// Mirrors per build and round.
+const MIRRORS_PER_ROUND: usize = 8;
+
+/// Samples of the two builds (index 0 the baseline): `rounds` builds and
+/// `rounds * MIRRORS_PER_ROUND` mirrors each.
 #[derive(Default)]
 pub struct Samples {
     pub build: [Vec<ChildStats>; 2],
@@ -44,7 +50,9 @@ pub fn measure(
     let errf = dir.join("child.stderr");
     let mut s = Samples::default();
     for round in 0..rounds {
-        for (i, bin) in bins.iter().enumerate() {
+        let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
+        for i in order {
+            let bin = bins[i];
             let out = dir.join(format!("built-{i}"));
             let _ = std::fs::remove_dir_all(&out);
             let mut cmd = Command::new(bin);
@@ -54,16 +62,22 @@ pub fn measure(
                 .arg(format!("oci:{}", out.display()))
                 .args(["--base", &base, "-q"]);
             s.build[i].push(run_child(&mut cmd, &errf).map_err(|x| with_stderr(x, &errf))?);
-            let workspace = dir.join(format!("workspace-{round}-{i}"));
-            let mut cmd = Command::new(bin);
-            cmd.args(["mirror", "-c"])
-                .arg(&config)
-                .arg(format!("docker://127.0.0.1:{}/r{round}b{i}", dest.port))
-                .arg("--workspace")
-                .arg(&workspace)
-                .args(["--use-http", "-q"])
-                .env_remove("OPREG_SIGNATURE_POLICY");
-            s.mirror[i].push(run_child(&mut cmd, &errf).map_err(|x| with_stderr(x, &errf))?);
+            let _ = std::fs::remove_dir_all(&out);
+        }
+        for m in 0..MIRRORS_PER_ROUND {
+            for i in order {
+                let workspace = dir.join(format!("workspace-{round}-{m}-{i}"));
+                let mut cmd = Command::new(bins[i]);
+                cmd.args(["mirror", "-c"])
+                    .arg(&config)
+                    .arg(format!("docker://127.0.0.1:{}/r{round}m{m}b{i}", dest.port))
+                    .arg("--workspace")
+                    .arg(&workspace)
+                    .args(["--use-http", "-q"])
+                    .env_remove("OPREG_SIGNATURE_POLICY");
+                s.mirror[i].push(run_child(&mut cmd, &errf).map_err(|x| with_stderr(x, &errf))?);
+                let _ = std::fs::remove_dir_all(&workspace);
+            }
         }
     }
     drop(source);
