@@ -23,6 +23,9 @@ pub const THIS_BUILD: &str = "this build";
 /// more samples steady the median).
 const LISTS_PER_ROUND: usize = 10;
 
+/// `opreg upgrade` samples (each the median of 5 runs) per build and round.
+const UPGRADES_PER_ROUND: usize = 3;
+
 /// Server starts per build and round.
 const STARTS_PER_ROUND: usize = 6;
 
@@ -157,9 +160,10 @@ pub fn measure(rt: &tokio::runtime::Runtime, p: &Plan) -> Compared {
             }
         }
     }
-    for _ in 0..rounds {
-        for (i, b) in bins.iter().enumerate() {
-            if let Some(u) = measure_upgrade(b, &dbs[i], &errf, 5) {
+    for round in 0..rounds * UPGRADES_PER_ROUND {
+        let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
+        for i in order {
+            if let Some(u) = measure_upgrade(bins[i], &dbs[i], &errf, 5) {
                 sides[i].upgrade_ms[0].push(u.classic_ms);
                 sides[i].upgrade_ms[1].push(u.v1_ms);
             }
@@ -339,7 +343,7 @@ pub fn section(report: &mut String, catalog: &str, c: &Compared) -> Vec<(String,
          ×{n}, start-up and idle RSS ×{s2} (a fresh server each), then {n} times both builds' \
          servers side by side: ListBundles ×{LISTS_PER_ROUND} and every unary load point \
          ×{UNARY_PER_ROUND} ({secs} s each), each step on one build and then the other (the order flipped every \
-         round); `opreg upgrade` as in the table above, ×{n}; `opreg image build` of the \
+         round); `opreg upgrade` as in the table above, ×{upgrades}, the order flipped each time; `opreg image build` of the \
          catalog's directory into an OCI layout (onto a one-layer base), ×{builds}, and `opreg \
          mirror` of the catalog image (its additionalImages) from one `docker-registry` on \
          loopback to a new repository of another, ×{mirrors}, the order of the builds flipped \
@@ -351,6 +355,7 @@ pub fn section(report: &mut String, catalog: &str, c: &Compared) -> Vec<(String,
         builds = c.sides[1].image_build.len(),
         mirrors = c.sides[1].mirror.len(),
         secs = c.unary_dur.as_secs_f64(),
+        upgrades = c.sides[1].upgrade_ms[0].len(),
     );
     let _ = writeln!(
         report,
