@@ -167,13 +167,14 @@ fn a_rerun_finds_digest_sources_at_the_destination_and_still_copies_new_signatur
     assert_eq!(asked, want);
 }
 
-#[test]
-fn the_images_of_a_run_share_connections() {
+/// Mirrors `count` images, `parallel` at a time, through counting relays, then again: the
+/// connections the second run made to the source and to the destination.
+fn rerun_connections(count: usize, parallel: &str) -> (usize, usize) {
     let src = Registry::http();
     let src_relay = Throttle::start(src.port, 0);
     let dst = Registry::http();
     let dst_relay = Throttle::start(dst.port, 0);
-    let images: Vec<String> = (0..8)
+    let images: Vec<String> = (0..count)
         .map(|i| {
             let repo = format!("app/image{i}");
             src.push(&repo, "v1", &image(&repo, "amd64"));
@@ -185,7 +186,7 @@ fn the_images_of_a_run_share_connections() {
     let ws = ctx.path("ws");
     let args = [
         "--parallel-images",
-        "2",
+        parallel,
         "--config",
         cfg.as_str(),
         "--workspace",
@@ -197,11 +198,16 @@ fn the_images_of_a_run_share_connections() {
     let (src_before, dst_before) = (src_relay.connections(), dst_relay.connections());
     let (code, _, err) = mirror(&ctx, &args);
     assert_eq!(code, 0, "{err}");
-    // Two images at a time: a connection each to either side, kept from image to image.
-    let (to_src, to_dst) = (
+    (
         src_relay.connections() - src_before,
         dst_relay.connections() - dst_before,
-    );
+    )
+}
+
+#[test]
+fn the_images_of_a_run_share_connections() {
+    // Two images at a time: a connection each to either side, kept from image to image.
+    let (to_src, to_dst) = rerun_connections(8, "2");
     assert!(
         to_src <= 3 && to_dst <= 3,
         "8 images, 2 at a time, made {to_src} connections to the source and {to_dst} to the destination"
@@ -210,35 +216,9 @@ fn the_images_of_a_run_share_connections() {
 
 #[test]
 fn the_up_front_check_leaves_its_connection_for_the_images() {
-    let src = Registry::http();
-    let src_relay = Throttle::start(src.port, 0);
-    let dst = Registry::http();
-    let dst_relay = Throttle::start(dst.port, 0);
-    src.push("app/one", "v1", &image("app/one", "amd64"));
-    let ctx = Ctx::new();
-    let cfg = config(&ctx, &[format!("{}/app/one:v1", src_relay.host())]);
-    let ws = ctx.path("ws");
-    let args = [
-        "--parallel-images",
-        "1",
-        "--config",
-        cfg.as_str(),
-        "--workspace",
-        ws.to_str().unwrap(),
-        &format!("docker://{}/m", dst_relay.host()),
-    ];
-    let (code, _, err) = mirror(&ctx, &args);
-    assert_eq!(code, 0, "{err}");
-    let (src_before, dst_before) = (src_relay.connections(), dst_relay.connections());
-    let (code, _, err) = mirror(&ctx, &args);
-    assert_eq!(code, 0, "{err}");
     // Each registry's API root is asked first; the rest of the run goes over that connection.
-    let (to_src, to_dst) = (
-        src_relay.connections() - src_before,
-        dst_relay.connections() - dst_before,
-    );
     assert_eq!(
-        (to_src, to_dst),
+        rerun_connections(1, "1"),
         (1, 1),
         "one image, one at a time: connections made to the source and to the destination"
     );
