@@ -71,6 +71,7 @@ pub struct Plan<'a> {
     pub catalog: &'a Path,
     pub work: &'a Path,
     pub warmup: Duration,
+    /// The longest a unary run measures (at most [`UNARY_SECONDS`] in this section).
     pub dur: Duration,
     pub rounds: usize,
 }
