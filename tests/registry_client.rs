@@ -2,7 +2,7 @@
 //! `Retry-After`, a reset connection) is survived by every command that pulls; a blob that
 //! always fails is one error line; a hung registry fails in about `--registry-timeout`; a
 //! registry behind a private CA is trusted through `SSL_CERT_FILE`, `--cert-dir` or certs.d,
-//! with a client certificate for mutual TLS; plain HTTP and TLS mixed up, and a malformed auth
+//! with a client certificate for mutual TLS, the system store read only for TLS; plain HTTP and TLS mixed up, and a malformed auth
 //! file, are one line that says what to do. Faults come from a relay in front of a real
 //! `docker-registry`, never from a fake registry.
 
@@ -273,6 +273,38 @@ fn a_private_ca_is_trusted_through_ssl_cert_file_cert_dir_and_certs_d() {
     std::fs::copy(&ca, certs_d.join("ca.crt")).unwrap();
     let (code, out, err) = ctx.run(&["render", &r, "--no-image-cache"]);
     assert_eq!((code, out.as_str()), (0, want.as_str()), "{err}");
+}
+
+#[test]
+fn the_system_trust_store_is_read_at_the_first_tls_connection() {
+    let ctx = Ctx::new();
+    let debug = ("OPREG_LOG", std::path::Path::new("opreg=debug"));
+    let read = "system trust store read";
+    // Plain HTTP: never read.
+    let http = Registry::http();
+    let want = catalog_in(&http, &ctx);
+    let r = format!("127.0.0.1:{}/cat:v1", http.port);
+    let (code, out, err) = ctx.run_env(&["render", &r, "--use-http", "--no-image-cache"], &[debug]);
+    assert_eq!((code, out.as_str()), (0, want.as_str()), "{err}");
+    assert!(!err.contains(read), "{err}");
+    // TLS: read, and the registry's CA trusted beside it.
+    let pki = Pki::new(&ctx.path("pki"));
+    let tls = Registry::private_ca(&pki, false);
+    let want = catalog_in(&tls, &ctx);
+    let r = format!("{}/cat:v1", tls.host());
+    let dir = pki.ca_only_dir();
+    let (code, out, err) = ctx.run_env(
+        &[
+            "render",
+            &r,
+            "--no-image-cache",
+            "--cert-dir",
+            dir.to_str().unwrap(),
+        ],
+        &[debug],
+    );
+    assert_eq!((code, out.as_str()), (0, want.as_str()), "{err}");
+    assert_eq!(err.matches(read).count(), 1, "{err}");
 }
 
 #[test]

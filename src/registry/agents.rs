@@ -12,8 +12,12 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
+use ureq::tls::{RootCerts, TlsConfig};
 use ureq::unversioned::resolver::{DefaultResolver, ResolvedSocketAddrs, Resolver};
-use ureq::unversioned::transport::{DefaultConnector, NextTimeout};
+use ureq::unversioned::transport::{
+    ConnectProxyConnector, ConnectionDetails, Connector, NextTimeout, RustlsConnector,
+    TcpConnector, Transport,
+};
 
 /// How long an agent is handed out, and a looked-up address kept.
 pub const MAX_AGE: Duration = Duration::from_secs(60);
@@ -77,9 +81,32 @@ pub fn agent(host: &str, conn: &Settings) -> Result<ureq::Agent> {
 }
 
 fn make(host: &str, conn: &Settings) -> Result<ureq::Agent> {
-    let tls = super::trust::tls_config(host, conn.cert_dir, conn.skip_tls_verify)?;
-    let t = Some(conn.timeout);
-    let config = ureq::Agent::config_builder()
+    let trust = super::trust::trust(host, conn.cert_dir, conn.skip_tls_verify)?;
+    // ureq's own chain (a CONNECT proxy, TCP, TLS), with the TLS step's settings made at its
+    // first use. The agent's own TLS settings trust nothing: only that step makes TLS.
+    let connector =
+        ().chain(ConnectProxyConnector::default())
+            .chain(TcpConnector::default())
+            .chain(LazyTls {
+                trust,
+                timeout: conn.timeout,
+                config: OnceLock::new(),
+                inner: RustlsConnector::default(),
+            });
+    let none = TlsConfig::builder()
+        .root_certs(RootCerts::new_with_certs(&[]))
+        .build();
+    Ok(ureq::Agent::with_parts(
+        config(conn.timeout, none),
+        connector,
+        Lookups::default(),
+    ))
+}
+
+/// An agent's settings, with these TLS settings.
+fn config(timeout: Duration, tls: TlsConfig) -> ureq::config::Config {
+    let t = Some(timeout);
+    ureq::Agent::config_builder()
         .http_status_as_error(false)
         .tls_config(tls)
         .timeout_resolve(t)
@@ -90,12 +117,57 @@ fn make(host: &str, conn: &Settings) -> Result<ureq::Agent> {
         .max_idle_connections_per_host(IDLE_PER_HOST)
         .max_idle_connections(IDLE_PER_HOST * 4)
         .user_agent(concat!("opreg/", env!("CARGO_PKG_VERSION")))
-        .build();
-    Ok(ureq::Agent::with_parts(
-        config,
-        DefaultConnector::new(),
-        Lookups::default(),
-    ))
+        .build()
+}
+
+/// ureq's rustls step, given the registry's TLS settings ([`super::trust::Trust::config`]),
+/// made at its first TLS connection: reading the system trust store takes a while, and a run
+/// that speaks only plain HTTP never needs it.
+struct LazyTls {
+    trust: super::trust::Trust,
+    timeout: Duration,
+    config: OnceLock<ureq::config::Config>,
+    inner: RustlsConnector,
+}
+
+impl std::fmt::Debug for LazyTls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LazyTls")
+            .field("trust", &self.trust)
+            .field("made", &self.config.get().is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<In: Transport> Connector<In> for LazyTls {
+    type Out = <RustlsConnector as Connector<In>>::Out;
+
+    fn connect(
+        &self,
+        details: &ConnectionDetails,
+        chained: Option<In>,
+    ) -> Result<Option<Self::Out>, ureq::Error> {
+        if !details.needs_tls() {
+            return self.inner.connect(details, chained);
+        }
+        let config = self
+            .config
+            .get_or_init(|| config(self.timeout, self.trust.config()));
+        // The same connection, with the agent-level settings that carry the trust.
+        let with_trust = ConnectionDetails {
+            uri: details.uri,
+            addrs: details.addrs.clone(),
+            config,
+            request_level: false,
+            resolver: details.resolver,
+            now: details.now,
+            timeout: details.timeout,
+            current_time: details.current_time.clone(),
+            run_connector: details.run_connector.clone(),
+            register_shutdown: details.register_shutdown.clone(),
+        };
+        self.inner.connect(&with_trust, chained)
+    }
 }
 
 /// ureq's lookup (with its timeout), remembered per `HOST:PORT` for [`MAX_AGE`].

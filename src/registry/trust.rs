@@ -9,16 +9,36 @@
 //!   and `/etc/docker/certs.d/HOST[:PORT]/` that exists is used.
 //!
 //! A file of the directory that cannot be read or parsed is an error naming it: a CA that
-//! silently does not load would turn into a confusing certificate error later.
+//! silently does not load would turn into a confusing certificate error later. So the
+//! directory is read when a client is made ([`trust`]), and the roots, read once per process,
+//! when the first TLS connection is ([`Trust::config`]): a run that speaks only plain HTTP
+//! never reads the system store.
 
 use anyhow::{anyhow, bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use ureq::tls::{Certificate, ClientCert, PrivateKey, RootCerts, TlsConfig};
 
-/// The TLS settings for `host` (`HOST[:PORT]` as the reference names it).
-pub fn tls_config(host: &str, cert_dir: Option<&Path>, skip_verify: bool) -> Result<TlsConfig> {
-    let builder = TlsConfig::builder().disable_verification(skip_verify);
+/// Whom connections to one registry trust: its certificate directory, read, and whether to
+/// verify at all. The TLS settings are made from it at the first TLS connection.
+pub struct Trust {
+    /// The directory's CAs and client certificate (none without a directory).
+    found: Option<Found>,
+    skip_verify: bool,
+}
+
+impl std::fmt::Debug for Trust {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Trust")
+            .field("cas", &self.found.as_ref().map_or(0, |d| d.cas.len()))
+            .field("skip_verify", &self.skip_verify)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The trust of `host` (`HOST[:PORT]` as the reference names it): `cert_dir`, else its
+/// certs.d directory, read now so that a bad file is an error naming it.
+pub fn trust(host: &str, cert_dir: Option<&Path>, skip_verify: bool) -> Result<Trust> {
     let dir = match cert_dir {
         Some(d) => {
             if !d.is_dir() {
@@ -28,17 +48,32 @@ pub fn tls_config(host: &str, cert_dir: Option<&Path>, skip_verify: bool) -> Res
         }
         None => certs_d(host),
     };
-    let Some(dir) = dir else {
-        return Ok(builder.root_certs(default_roots()).build());
+    let found = match dir {
+        Some(dir) => {
+            let found = read_dir(&dir)?;
+            tracing::debug!(dir = %dir.display(), cas = found.cas.len(), client = found.client.is_some(), host, "certificate directory");
+            Some(found)
+        }
+        None => None,
     };
-    let found = read_dir(&dir)?;
-    tracing::debug!(dir = %dir.display(), cas = found.cas.len(), client = found.client.is_some(), host, "certificate directory");
-    let mut roots: Vec<Certificate<'static>> = shared_roots().to_vec();
-    roots.extend(found.cas);
-    Ok(builder
-        .root_certs(RootCerts::new_with_certs(&roots))
-        .client_cert(found.client)
-        .build())
+    Ok(Trust { found, skip_verify })
+}
+
+impl Trust {
+    /// The TLS settings: the built-in and system roots (read on the first call in the
+    /// process), the directory's CAs and client certificate.
+    pub fn config(&self) -> TlsConfig {
+        let builder = TlsConfig::builder().disable_verification(self.skip_verify);
+        let Some(found) = &self.found else {
+            return builder.root_certs(default_roots()).build();
+        };
+        let mut roots: Vec<Certificate<'static>> = shared_roots().to_vec();
+        roots.extend(found.cas.iter().cloned());
+        builder
+            .root_certs(RootCerts::new_with_certs(&roots))
+            .client_cert(found.client.clone())
+            .build()
+    }
 }
 
 /// The directories containers-certs.d(5) looks in for `host`, in order.
@@ -141,6 +176,7 @@ fn shared_roots() -> &'static [Certificate<'static>] {
                 .iter()
                 .map(|c| Certificate::from_der(c.as_ref()).to_owned()),
         );
+        tracing::debug!(roots = roots.len(), "system trust store read");
         roots
     })
 }
@@ -179,17 +215,13 @@ mod tests {
     fn a_bad_file_in_a_cert_dir_is_an_error_naming_it() {
         let d = tempfile::tempdir().unwrap();
         std::fs::write(d.path().join("ca.crt"), "not a certificate").unwrap();
-        let e = tls_config("h", Some(d.path()), false)
-            .unwrap_err()
-            .to_string();
+        let e = trust("h", Some(d.path()), false).unwrap_err().to_string();
         assert!(e.contains("ca.crt"), "{e}");
         std::fs::remove_file(d.path().join("ca.crt")).unwrap();
         std::fs::write(d.path().join("client.key"), "x").unwrap();
-        let e = tls_config("h", Some(d.path()), false)
-            .unwrap_err()
-            .to_string();
+        let e = trust("h", Some(d.path()), false).unwrap_err().to_string();
         assert!(e.contains("client.key") && e.contains("client.cert"), "{e}");
-        let e = tls_config("h", Some(&d.path().join("missing")), false)
+        let e = trust("h", Some(&d.path().join("missing")), false)
             .unwrap_err()
             .to_string();
         assert!(e.contains("not a directory"), "{e}");
