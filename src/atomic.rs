@@ -111,6 +111,21 @@ fn builder<'b>(opts: &Options<'b>) -> tempfile::Builder<'b, 'b> {
 /// The temporary files and directories of this process not yet put in place or removed.
 static UNFINISHED: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
 
+/// Called before each temporary file or directory is made ([`before_unfinished`]).
+static BEFORE: std::sync::OnceLock<fn()> = std::sync::OnceLock::new();
+
+/// Has `f` called before each temporary file or directory is made (the first call only
+/// counts): for whoever must be ready to remove them ([`crate::interrupt`]).
+pub fn before_unfinished(f: fn()) {
+    let _ = BEFORE.set(f);
+}
+
+fn announce() {
+    if let Some(f) = BEFORE.get() {
+        f();
+    }
+}
+
 fn unfinished() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
     UNFINISHED.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -158,6 +173,7 @@ impl File {
     pub fn create(target: &Path, opts: &Options<'_>) -> io::Result<File> {
         use std::os::unix::fs::PermissionsExt;
         let dir = opts.temp_dir.unwrap_or_else(|| parent(target));
+        announce();
         let tmp = builder(opts).tempfile_in(dir).map_err(unnamed)?;
         if let Mode::Exact(m) = opts.mode {
             tmp.as_file()
@@ -265,6 +281,7 @@ impl Dir {
     /// A temporary directory in `parent_dir` (the target's directory, or another on its file
     /// system), named `PREFIX…`.
     pub fn create_in(parent_dir: &Path, prefix: &str) -> io::Result<Dir> {
+        announce();
         let dir = tempfile::Builder::new()
             .prefix(prefix)
             .tempdir_in(parent_dir)

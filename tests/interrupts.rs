@@ -1,7 +1,8 @@
 //! SIGINT and SIGTERM to each long-running command: one line saying it was interrupted and what
 //! that leaves, exit 130, and no temporary file or directory left behind (in the output's
-//! directory or in TMPDIR). `ingest` and `serve` have their own tests
-//! (`cli_paths_and_signals`); `mirror` is interrupted in the middle of a copy and then rerun.
+//! directory or in TMPDIR); until a command makes a temporary file, it has no watcher thread.
+//! `ingest` and `serve` have their own tests (`cli_paths_and_signals`); `mirror` is interrupted
+//! in the middle of a copy and then rerun.
 
 use crate::common::{bin, corpus_valid, unsafe_kill};
 use crate::image_build::{base_layout, opreg_labels};
@@ -154,4 +155,41 @@ fn an_interrupted_mirror_says_so_and_a_rerun_finishes_it() {
     assert!(leftovers(&ws).is_empty(), "{:?}", leftovers(&ws));
     let (code, _, e) = ctx.run(&args);
     assert_eq!(code, 0, "the rerun finishes: {e}");
+}
+
+/// The process's thread count, from /proc.
+fn threads(pid: u32) -> usize {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with("Threads:")).unwrap();
+    line["Threads:".len()..].trim().parse().unwrap()
+}
+
+#[test]
+fn the_interrupt_watcher_thread_starts_only_when_it_is_needed() {
+    // A second thread makes every system call dearer: a command that has made no temporary
+    // file, with a plain-text line to say, has none; the signal handler says the line itself.
+    // A JSON line is stamped when it is written, so that form starts the watcher at once.
+    let community = corpus_valid("community-operators.fbc.json");
+    let c = community.to_str().unwrap();
+    for (format, want_threads) in [("text", 1), ("json", 2)] {
+        let err = tempfile::NamedTempFile::new().unwrap();
+        let mut child = Command::new(bin())
+            .args(["--log-format", format, "validate", c])
+            .stdout(Stdio::null())
+            .stderr(err.reopen().unwrap())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(400));
+        assert!(child.try_wait().unwrap().is_none(), "validate ended early");
+        assert_eq!(threads(child.id()), want_threads, "{format}");
+        unsafe_kill(child.id() as i32, 2);
+        let code = child.wait().unwrap().code();
+        let said = std::fs::read_to_string(err.path()).unwrap();
+        assert_eq!(code, Some(130), "{format}: {said}");
+        assert_eq!(said.lines().count(), 1, "{format}: {said}");
+        assert!(
+            said.contains("interrupted; nothing was written"),
+            "{format}: {said}"
+        );
+    }
 }

@@ -362,10 +362,15 @@ pub fn dispatch(cli: Cli) -> Ended {
     let debug = matches!(&cli.command, Command::Serve(a) if a.debug);
     init_logging(cli.log_format, debug);
     if let Some(left) = left_when_interrupted(&cli.command) {
-        crate::interrupt::exit_on_signal(move || {
-            output::error(format_args!("interrupted; {left}"));
-            EXIT_INTERRUPTED
-        });
+        let said = format!("interrupted; {left}");
+        let quick = output::error_text(&said).map(|line| (line + "\n", EXIT_INTERRUPTED));
+        crate::interrupt::exit_on_signal(
+            move || {
+                output::error(said);
+                EXIT_INTERRUPTED
+            },
+            quick,
+        );
     }
     match cli.command {
         Command::Ingest(a) => ingest::run(a),

@@ -102,11 +102,16 @@ pub fn diagnostic(d: &Diagnostic) {
 
 /// A failure of the command: `error: MESSAGE`, or a JSON error event.
 pub fn error(msg: impl std::fmt::Display) {
-    if json() {
-        tracing::error!("{msg}");
-    } else {
-        err_line(&format!("error: {msg}"));
+    match error_text(&msg) {
+        Some(line) => err_line(&line),
+        None => tracing::error!("{msg}"),
     }
+}
+
+/// What [`error`] writes for `msg` (without the line's end), when it is plain text: a JSON
+/// event is stamped as it is written.
+pub fn error_text(msg: &dyn std::fmt::Display) -> Option<String> {
+    (!json()).then(|| format!("error: {msg}"))
 }
 
 /// A warning that is no catalog diagnostic: `warning: MESSAGE`, or a JSON warning event.

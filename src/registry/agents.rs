@@ -153,7 +153,8 @@ impl<In: Transport> Connector<In> for LazyTls {
         let config = self
             .config
             .get_or_init(|| config(self.timeout, self.trust.config()));
-        // The same connection, with the agent-level settings that carry the trust.
+        // The same connection, with the agent-level settings that carry the trust. A request's
+        // own TLS settings or buffer sizes would be ignored here: the send path sets neither.
         let with_trust = ConnectionDetails {
             uri: details.uri,
             addrs: details.addrs.clone(),
