@@ -6,6 +6,8 @@ use crate::query::ImageChecks;
 use std::path::PathBuf;
 
 #[derive(clap::Args, Debug)]
+// Flattened into `validate`'s own `Args`: a group id of its own, as clap wants each unique.
+#[group(id = "validate-images")]
 pub struct Args {
     /// After the catalog rules pass, look up every image the catalog names (bundle images and
     /// related images) at its registry, each once: image-missing, image-unreachable,
