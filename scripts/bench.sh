@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Benchmarks: regenerates BENCHMARKS.md with one command.
 #
-#   scripts/bench.sh                 full run (about 20 minutes on 2 cores; the first time also
+#   scripts/bench.sh                 full run (about 30 minutes on 2 cores; the first time also
 #                                    the dist build, about 5, and the two revisions below, about 4
 #                                    each): the corpus's community and certified catalogs plus
 #                                    synthetic catalogs at 1x, 4x, 16x; then OLM fan-out and a
@@ -37,7 +37,7 @@
 #   scripts/bench.sh --regression    only the side-by-side section against the baseline below
 #                                    (ingest, start-up, ListBundles, unary calls, upgrade, image
 #                                    build and mirror, alternately), printed, not written (about
-#                                    8 minutes once both builds exist)
+#                                    10 minutes once both builds exist)
 #   scripts/bench.sh --out FILE      write the report elsewhere
 #   scripts/bench.sh --baseline REV  measure the build of git revision REV side by side with this
 #                                    one (default: de8fbc1, the last build before the registry

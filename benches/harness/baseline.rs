@@ -23,17 +23,21 @@ pub const THIS_BUILD: &str = "this build";
 /// more samples steady the median).
 const LISTS_PER_ROUND: usize = 10;
 
-/// `opreg upgrade` samples (each the median of 5 runs) per build and round.
-const UPGRADES_PER_ROUND: usize = 3;
+/// `opreg upgrade` samples (each the median of 5 runs) per build and round: a v1 run takes 10 to
+/// 25 ms and varies by a third, so many samples.
+const UPGRADES_PER_ROUND: usize = 10;
 
 /// Server starts per build and round.
-const STARTS_PER_ROUND: usize = 6;
+const STARTS_PER_ROUND: usize = 8;
+
+/// Ingests per build and round (one to two seconds each, varying by a tenth from one to the next).
+const INGESTS_PER_ROUND: usize = 3;
 
 /// Runs of each unary load point per build and round, each [`UNARY_SECONDS`] long (after the
 /// warm-up; shorter when the plan's duration is). On two cores, 64 callers and the server share the CPUs, and a run's calls/s
 /// varies from one run to the next by up to half (a second run is not steadier than a first):
 /// many short runs give a steadier median than a few long ones.
-const UNARY_PER_ROUND: usize = 8;
+const UNARY_PER_ROUND: usize = 16;
 const UNARY_SECONDS: f64 = 1.0;
 
 /// Samples of one build.
@@ -58,6 +62,8 @@ pub struct Compared {
     sides: [Side; 2],
     /// How long each unary run measured.
     unary_dur: Duration,
+    /// Rounds of both builds' servers side by side.
+    rounds: usize,
 }
 
 /// What [`measure`] compares, where, and how long.
@@ -87,8 +93,12 @@ pub fn measure(rt: &tokio::runtime::Runtime, p: &Plan) -> Compared {
     let dbs = [work.join("baseline-0.db"), work.join("baseline-1.db")];
     let errf = work.join("baseline.stderr");
     let log = work.join("baseline-serve.log");
-    for _ in 0..rounds {
-        for (i, b) in bins.iter().enumerate() {
+    // Every step alternates the builds, and which goes first flips each time: the first of a
+    // pair meets the machine as the previous step left it (page cache, frequency).
+    let order = |n: usize| if n.is_multiple_of(2) { [0, 1] } else { [1, 0] };
+    for n in 0..rounds * INGESTS_PER_ROUND {
+        for i in order(n) {
+            let b = bins[i];
             let _ = std::fs::remove_file(&dbs[i]);
             let st = procs::run_child(
                 Command::new(b)
@@ -106,8 +116,8 @@ pub fn measure(rt: &tokio::runtime::Runtime, p: &Plan) -> Compared {
     let keys = Arc::new(read_keys(&dbs[1]));
     // Start-up and idle RSS (0.5 s after SERVING), a fresh server each time: about ten
     // milliseconds, varying by a fifth, so many times.
-    for _ in 0..rounds * STARTS_PER_ROUND {
-        for i in 0..2 {
+    for n in 0..rounds * STARTS_PER_ROUND {
+        for i in order(n) {
             let mut s = Server::spawn(bins[i], &dbs[i], None, &log);
             let t = rt
                 .block_on(load::wait_serving(&mut s, Duration::from_secs(60)))
@@ -131,9 +141,9 @@ pub fn measure(rt: &tokio::runtime::Runtime, p: &Plan) -> Compared {
                 s
             })
             .collect();
-        let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
+        let pair = order(round);
         for _ in 0..LISTS_PER_ROUND {
-            for i in order {
+            for i in pair {
                 sides[i]
                     .list_s
                     .push(rt.block_on(load::list_bundles(&servers[i])).secs);
@@ -142,7 +152,7 @@ pub fn measure(rt: &tokio::runtime::Runtime, p: &Plan) -> Compared {
         for rpc in [Rpc::GetPackage, Rpc::GetBundleThatReplaces] {
             for callers in [1, 64] {
                 for _ in 0..UNARY_PER_ROUND {
-                    for i in order {
+                    for i in pair {
                         let st = rt.block_on(load::unary(
                             &servers[i],
                             rpc,
@@ -162,8 +172,7 @@ pub fn measure(rt: &tokio::runtime::Runtime, p: &Plan) -> Compared {
         }
     }
     for round in 0..rounds * UPGRADES_PER_ROUND {
-        let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
-        for i in order {
+        for i in order(round) {
             if let Some(u) = measure_upgrade(bins[i], &dbs[i], &errf, 5) {
                 sides[i].upgrade_ms[0].push(u.classic_ms);
                 sides[i].upgrade_ms[1].push(u.v1_ms);
@@ -187,6 +196,7 @@ pub fn measure(rt: &tokio::runtime::Runtime, p: &Plan) -> Compared {
         label: p.bin_label.to_string(),
         sides,
         unary_dur,
+        rounds,
     }
 }
 
@@ -341,7 +351,8 @@ pub fn section(report: &mut String, catalog: &str, c: &Compared) -> Vec<(String,
         report,
         "\n## {title}\n\n**{catalog}**. Measured in this run, alternately, {this} and the baseline \
          build (`{}`, built by `scripts/bench.sh` with the same toolchain): ingest \
-         ×{n}, start-up and idle RSS ×{s2} (a fresh server each), then {n} times both builds' \
+         ×{n} and start-up and idle RSS ×{s2} (a fresh server each), the order of the builds \
+         flipped each time, then {rounds} times both builds' \
          servers side by side: ListBundles ×{LISTS_PER_ROUND} and every unary load point \
          ×{UNARY_PER_ROUND} ({secs} s each), each step on one build and then the other (the order flipped every \
          round); `opreg upgrade` as in the table above, ×{upgrades}, the order flipped each time; `opreg image build` of the \
@@ -352,6 +363,7 @@ pub fn section(report: &mut String, catalog: &str, c: &Compared) -> Vec<(String,
          than 5 % worse than the baseline's and the two builds' samples do not overlap.\n",
         c.baseline_label,
         n = c.sides[1].ingest.len(),
+        rounds = c.rounds,
         s2 = c.sides[1].start_ms.len(),
         builds = c.sides[1].image_build.len(),
         mirrors = c.sides[1].mirror.len(),
