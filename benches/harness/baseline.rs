@@ -40,6 +40,17 @@ const INGESTS_PER_ROUND: usize = 3;
 const UNARY_PER_ROUND: usize = 16;
 const UNARY_SECONDS: f64 = 1.0;
 
+/// The builds' order (index 0 the baseline) for the `n`th pair of runs: every step alternates
+/// the builds, and which goes first flips each time, since the first of a pair meets the machine
+/// as the previous step left it (page cache, frequency).
+pub fn order(n: usize) -> [usize; 2] {
+    if n.is_multiple_of(2) {
+        [0, 1]
+    } else {
+        [1, 0]
+    }
+}
+
 /// Samples of one build.
 #[derive(Default)]
 struct Side {
@@ -93,9 +104,6 @@ pub fn measure(rt: &tokio::runtime::Runtime, p: &Plan) -> Compared {
     let dbs = [work.join("baseline-0.db"), work.join("baseline-1.db")];
     let errf = work.join("baseline.stderr");
     let log = work.join("baseline-serve.log");
-    // Every step alternates the builds, and which goes first flips each time: the first of a
-    // pair meets the machine as the previous step left it (page cache, frequency).
-    let order = |n: usize| if n.is_multiple_of(2) { [0, 1] } else { [1, 0] };
     for n in 0..rounds * INGESTS_PER_ROUND {
         for i in order(n) {
             let b = bins[i];

@@ -50,7 +50,7 @@ pub fn measure(
     let errf = dir.join("child.stderr");
     let mut s = Samples::default();
     for round in 0..rounds {
-        let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
+        let order = crate::baseline::order(round);
         for i in order {
             let bin = bins[i];
             let out = dir.join(format!("built-{i}"));
